@@ -1,0 +1,174 @@
+//! Turning API errors into messages a learner can act on.
+//!
+//! Go logs the raw error and, for a missing CRD, waits forever in
+//! `WaitForCacheSync`. The steps check up front instead ([`preflight`]) and
+//! exit non-zero with a message that names the fix.
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::authorization::v1::{
+    ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,
+};
+use kube::api::{ListParams, PostParams};
+use kube::runtime::watcher;
+use kube::{Api, Client};
+
+use crate::Foo;
+use crate::config::NamespaceFlag;
+use crate::crd::{CRD_NAME, INSTALL_CRD_HINT};
+
+/// One permission a step needs, e.g. `create` on `deployments.apps`.
+#[derive(Debug, Clone, Copy)]
+pub struct Permission {
+    /// The verb: `list`, `watch`, `create`, `update`, `patch`, …
+    pub verb: &'static str,
+    /// API group (`""` for core, `apps`, `samplecontroller.k8s.io`, …).
+    pub group: &'static str,
+    /// Plural resource name.
+    pub resource: &'static str,
+    /// Subresource, such as `status`.
+    pub subresource: Option<&'static str>,
+}
+
+impl std::fmt::Display for Permission {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}", self.verb, self.resource)?;
+        if let Some(sub) = self.subresource {
+            write!(f, "/{sub}")?;
+        }
+        if !self.group.is_empty() {
+            write!(f, " (API group {:?})", self.group)?;
+        }
+        Ok(())
+    }
+}
+
+/// Shorthand for a [`Permission`] without subresource.
+pub const fn permission(
+    verb: &'static str,
+    group: &'static str,
+    resource: &'static str,
+) -> Permission {
+    Permission {
+        verb,
+        group,
+        resource,
+        subresource: None,
+    }
+}
+
+/// Read access every step needs: list and watch Foos and Deployments.
+pub const READ: &[Permission] = &[
+    permission("list", "samplecontroller.k8s.io", "foos"),
+    permission("watch", "samplecontroller.k8s.io", "foos"),
+    permission("list", "apps", "deployments"),
+    permission("watch", "apps", "deployments"),
+];
+
+/// Explains a failed API call: `what` says what was attempted ("list foos
+/// in all namespaces"), `url` is the API server's address.
+pub fn explain(err: &kube::Error, what: &str, url: &str) -> String {
+    match err {
+        kube::Error::Api(status) if status.is_not_found() && what.contains("foos") => format!(
+            "cannot {what}: the Foo CRD ({CRD_NAME}) is not installed in the cluster at {url}.\n\
+             Install it with: {INSTALL_CRD_HINT}"
+        ),
+        kube::Error::Api(status) if status.is_forbidden() => format!(
+            "cannot {what}: RBAC forbids it for the user in your kubeconfig ({}).\n\
+             Grant the verbs listed in manifests/rbac.yaml, or use a kubeconfig with more rights.",
+            status.message
+        ),
+        kube::Error::Api(status) if status.code == 401 => format!(
+            "cannot {what}: the API server at {url} rejected the credentials (401 Unauthorized). \
+             Check the user in your kubeconfig."
+        ),
+        kube::Error::Api(status) => format!(
+            "cannot {what}: the API server answered {} {}: {}",
+            status.code, status.reason, status.message
+        ),
+        kube::Error::HyperError(_) | kube::Error::Service(_) => format!(
+            "cannot {what}: the API server at {url} is unreachable ({err}).\n\
+             Is the cluster running? Start one with `cargo xtask cluster up` (or kind/k3d), \
+             or point --kubeconfig / --master / KUBECONFIG at a running cluster."
+        ),
+        other => format!("cannot {what}: {other}"),
+    }
+}
+
+/// Explains a watcher error (the informer retries these with backoff; the
+/// explanation says what would stop the retries from succeeding).
+pub fn explain_watch(err: &watcher::Error, resource: &str, url: &str) -> String {
+    match err {
+        watcher::Error::InitialListFailed(e) => explain(e, &format!("list {resource}"), url),
+        watcher::Error::WatchStartFailed(e) | watcher::Error::WatchFailed(e) => {
+            explain(e, &format!("watch {resource}"), url)
+        }
+        other => format!("watching {resource}: {other}"),
+    }
+}
+
+// ANCHOR: preflight
+/// Checks, before anything starts, that the cluster is reachable, the Foo CRD
+/// is installed and RBAC grants `needed` in the chosen namespace. Each
+/// failure is an error whose message names the fix.
+pub async fn preflight(
+    client: &Client,
+    url: &str,
+    ns: &NamespaceFlag,
+    needed: &[Permission],
+) -> anyhow::Result<()> {
+    let scope = ns.describe();
+    let one = ListParams::default().limit(1);
+    // Reachability first: a one-item list of Deployments exists in every cluster.
+    if let Err(err) = ns.api::<Deployment>(client).list_metadata(&one).await {
+        if !matches!(&err, kube::Error::Api(s) if s.is_forbidden()) {
+            anyhow::bail!(explain(&err, &format!("list deployments in {scope}"), url));
+        }
+    }
+    if let Err(err) = ns.api::<Foo>(client).list_metadata(&one).await {
+        if !matches!(&err, kube::Error::Api(s) if s.is_forbidden()) {
+            anyhow::bail!(explain(&err, &format!("list foos in {scope}"), url));
+        }
+    }
+    let mut denied = Vec::new();
+    for permission in needed {
+        if !allowed(client, ns, permission).await.unwrap_or(true) {
+            denied.push(permission.to_string());
+        }
+    }
+    if !denied.is_empty() {
+        anyhow::bail!(
+            "RBAC forbids the user in your kubeconfig to do what this step needs in {scope}:\n  - {}\n\
+             Grant these (manifests/rbac.yaml has the controller's full list), or use a kubeconfig with more rights.",
+            denied.join("\n  - ")
+        );
+    }
+    Ok(())
+}
+// ANCHOR_END: preflight
+
+/// Asks the API server whether the current user may do `permission`
+/// (a SelfSubjectAccessReview, what `kubectl auth can-i` sends).
+async fn allowed(
+    client: &Client,
+    ns: &NamespaceFlag,
+    permission: &Permission,
+) -> kube::Result<bool> {
+    let review = SelfSubjectAccessReview {
+        spec: SelfSubjectAccessReviewSpec {
+            resource_attributes: Some(ResourceAttributes {
+                namespace: ns.namespace.clone(),
+                verb: Some(permission.verb.into()),
+                group: Some(permission.group.into()),
+                resource: Some(permission.resource.into()),
+                subresource: permission.subresource.map(Into::into),
+                ..ResourceAttributes::default()
+            }),
+            ..SelfSubjectAccessReviewSpec::default()
+        },
+        ..SelfSubjectAccessReview::default()
+    };
+    let answer = Api::<SelfSubjectAccessReview>::all(client.clone())
+        .create(&PostParams::default(), &review)
+        .await?;
+    Ok(answer.status.is_some_and(|s| s.allowed))
+}

@@ -1,0 +1,263 @@
+//! The event handlers: which Foo each change should make the controller sync.
+//!
+//! Go: the handlers registered in `NewController`, `enqueueFoo` and
+//! `handleObject` in
+//! [controller.go](https://github.com/kubernetes/sample-controller/blob/v0.36.3/controller.go#L127-L153).
+//! A handler returns the key to enqueue (or `None`) instead of calling the
+//! queue itself, so the same functions serve step 3 (which prints the key)
+//! and steps 4–7 (which send it to the queue).
+
+use futures::channel::mpsc::{UnboundedReceiver, UnboundedSender, unbounded};
+use futures::{Stream, StreamExt, future};
+use k8s_openapi::api::apps::v1::Deployment;
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::watcher;
+use kube::{Client, ResourceExt};
+
+use crate::Foo;
+use crate::config::NamespaceFlag;
+use crate::deployment::controller_of;
+use crate::diagnose::explain_watch;
+use crate::informer::{Notification, informer};
+
+// ANCHOR: foo_handler
+/// Foo handler: every add and update enqueues the Foo; deletes are left to
+/// the garbage collector, which removes the owned Deployment.
+/// Go: `AddFunc: enqueueFoo`, `UpdateFunc: enqueueFoo(new)`, no `DeleteFunc`.
+pub fn on_foo(notification: &Notification<Foo>) -> Option<ObjectRef<Foo>> {
+    match notification {
+        Notification::Added(foo) | Notification::Updated { new: foo, .. } => Some(enqueue_foo(foo)),
+        Notification::Deleted(_) => None,
+    }
+}
+
+/// The work-queue key of a Foo: its namespace and name. Go: `enqueueFoo`
+/// (`cache.ObjectToName`).
+pub fn enqueue_foo(foo: &Foo) -> ObjectRef<Foo> {
+    ObjectRef::from(foo)
+}
+// ANCHOR_END: foo_handler
+
+// ANCHOR: deployment_handler
+/// Deployment handler: any add, real update or delete of a Deployment a Foo
+/// controls enqueues that Foo, so a deleted or edited Deployment is put back.
+/// An update whose resourceVersion did not change is a resync replay, not a
+/// change, and is ignored. Go: the Deployment `AddFunc`, `UpdateFunc`, `DeleteFunc`.
+pub fn on_deployment(
+    notification: &Notification<Deployment>,
+    foos: &Store<Foo>,
+) -> Option<ObjectRef<Foo>> {
+    match notification {
+        Notification::Updated { old, new } if old.resource_version() == new.resource_version() => {
+            None
+        }
+        other => handle_object(other.object(), foos),
+    }
+}
+
+/// The Foo that controls `deployment`, if it is in the cache. Go: `handleObject`.
+///
+/// Like Go, only the owner reference marked `controller: true` counts, only
+/// its kind is compared, and the owner must be in the Foo cache (an owner
+/// that is gone leaves an orphan, which is ignored).
+pub fn handle_object(deployment: &Deployment, foos: &Store<Foo>) -> Option<ObjectRef<Foo>> {
+    let owner = controller_of(deployment)?;
+    if owner.kind != "Foo" {
+        return None;
+    }
+    let key = ObjectRef::new(&owner.name).within(&deployment.namespace()?);
+    let foo = foos.get(&key)?;
+    Some(enqueue_foo(&foo))
+}
+// ANCHOR_END: deployment_handler
+
+// ANCHOR: start_informers
+/// The two caches, filled in the background, and the queue their handlers feed.
+#[derive(Debug)]
+pub struct Informers {
+    /// The Foo cache. Go: `foosLister`.
+    pub foos: Store<Foo>,
+    /// The Deployment cache. Go: `deploymentsLister`.
+    pub deployments: Store<Deployment>,
+    /// Keys from the handlers, in the order they were added. Go: `workqueue.Add`.
+    pub queue: UnboundedReceiver<ObjectRef<Foo>>,
+}
+
+/// Starts a Foo and a Deployment informer whose handlers ([`on_foo`],
+/// [`on_deployment`]) send keys to [`Informers::queue`].
+/// Go: the handler registration in `NewController`, then `factory.Start`.
+pub fn start_informers(client: &Client, namespace: &NamespaceFlag, url: &str) -> Informers {
+    let (queue_tx, queue) = unbounded();
+    let (foos, foo_events) = informer(namespace.api::<Foo>(client), watcher::Config::default());
+    let (deployments, deployment_events) = informer(
+        namespace.api::<Deployment>(client),
+        watcher::Config::default(),
+    );
+    spawn_handler(
+        foo_events,
+        queue_tx.clone(),
+        "foos",
+        url.to_string(),
+        on_foo,
+    );
+    let cache = foos.clone();
+    spawn_handler(
+        deployment_events,
+        queue_tx,
+        "deployments",
+        url.to_string(),
+        move |n| on_deployment(n, &cache),
+    );
+    Informers {
+        foos,
+        deployments,
+        queue,
+    }
+}
+
+impl Informers {
+    /// Waits until both caches hold a full list. Go: `cache.WaitForCacheSync`.
+    pub async fn wait_for_cache_sync(&self) -> anyhow::Result<()> {
+        future::try_join(
+            self.foos.wait_until_ready(),
+            self.deployments.wait_until_ready(),
+        )
+        .await?;
+        Ok(())
+    }
+}
+
+/// Polls an informer in a background task, passing each notification to
+/// `handler` and each key it returns to the queue; logs watch errors (the
+/// watcher retries them). Go: the informer's goroutine calling its handlers.
+fn spawn_handler<K: Send + Sync + 'static>(
+    events: impl Stream<Item = Result<Notification<K>, watcher::Error>> + Send + 'static,
+    queue: UnboundedSender<ObjectRef<Foo>>,
+    resource: &'static str,
+    url: String,
+    handler: impl Fn(&Notification<K>) -> Option<ObjectRef<Foo>> + Send + 'static,
+) {
+    tokio::spawn(events.for_each(move |event| {
+        match event {
+            Ok(notification) => {
+                if let Some(key) = handler(&notification) {
+                    // Fails only once the queue is gone, i.e. during shutdown.
+                    let _ = queue.unbounded_send(key);
+                }
+            }
+            Err(err) => tracing::warn!("{}", explain_watch(&err, resource, &url)),
+        }
+        future::ready(())
+    }));
+}
+// ANCHOR_END: start_informers
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::FooSpec;
+    use crate::deployment::new_deployment;
+    use kube::runtime::{reflector, watcher};
+    use std::sync::Arc;
+
+    fn foo(name: &str) -> Foo {
+        let mut foo = Foo::new(
+            name,
+            FooSpec {
+                deployment_name: format!("{name}-deployment"),
+                replicas: Some(1),
+            },
+        );
+        foo.metadata.namespace = Some("default".into());
+        foo.metadata.uid = Some(format!("{name}-uid"));
+        foo
+    }
+
+    fn cache_with(foos: &[Foo]) -> Store<Foo> {
+        let (store, mut writer) = reflector::store();
+        for f in foos {
+            writer.apply_watcher_event(&watcher::Event::Apply(f.clone()));
+        }
+        store
+    }
+
+    #[test]
+    fn a_deployment_controlled_by_a_cached_foo_enqueues_that_foo() {
+        let owner = foo("a");
+        let key = handle_object(&new_deployment(&owner), &cache_with(&[owner.clone()]));
+        assert_eq!(key, Some(ObjectRef::new("a").within("default")));
+    }
+
+    #[test]
+    fn a_deployment_whose_foo_is_not_cached_is_an_ignored_orphan() {
+        assert_eq!(
+            handle_object(&new_deployment(&foo("a")), &cache_with(&[])),
+            None
+        );
+    }
+
+    #[test]
+    fn only_the_controller_owner_reference_counts() {
+        let owner = foo("a");
+        let mut d = new_deployment(&owner);
+        d.metadata.owner_references.as_mut().unwrap()[0].controller = None;
+        assert_eq!(handle_object(&d, &cache_with(&[owner])), None);
+    }
+
+    #[test]
+    fn a_controller_of_another_kind_is_ignored() {
+        let owner = foo("a");
+        let mut d = new_deployment(&owner);
+        d.metadata.owner_references.as_mut().unwrap()[0].kind = "ReplicaSet".into();
+        assert_eq!(handle_object(&d, &cache_with(&[owner])), None);
+    }
+
+    #[test]
+    fn a_deployment_update_with_the_same_resource_version_is_ignored() {
+        let owner = foo("a");
+        let mut d = new_deployment(&owner);
+        d.metadata.resource_version = Some("7".into());
+        let d = Arc::new(d);
+        let cache = cache_with(&[owner]);
+        let replay = Notification::Updated {
+            old: d.clone(),
+            new: d.clone(),
+        };
+        assert_eq!(on_deployment(&replay, &cache), None);
+        let mut changed = (*d).clone();
+        changed.metadata.resource_version = Some("8".into());
+        let update = Notification::Updated {
+            old: d,
+            new: Arc::new(changed),
+        };
+        assert_eq!(
+            on_deployment(&update, &cache),
+            Some(ObjectRef::new("a").within("default"))
+        );
+    }
+
+    #[test]
+    fn deleting_a_controlled_deployment_enqueues_its_foo() {
+        let owner = foo("a");
+        let cache = cache_with(&[owner.clone()]);
+        let gone = Notification::Deleted(Arc::new(new_deployment(&owner)));
+        assert_eq!(
+            on_deployment(&gone, &cache),
+            Some(ObjectRef::new("a").within("default"))
+        );
+    }
+
+    #[test]
+    fn foo_adds_and_updates_enqueue_but_deletes_do_not() {
+        let f = Arc::new(foo("a"));
+        assert!(on_foo(&Notification::Added(f.clone())).is_some());
+        assert!(
+            on_foo(&Notification::Updated {
+                old: f.clone(),
+                new: f.clone()
+            })
+            .is_some()
+        );
+        assert!(on_foo(&Notification::Deleted(f)).is_none());
+    }
+}

@@ -1,0 +1,251 @@
+//! An informer: a watch that keeps a local cache and tells handlers what changed.
+//!
+//! Go: client-go's `SharedIndexInformer` (reflector → DeltaFIFO → indexer →
+//! handlers). kube-runtime has the first and third pieces: `watcher` lists and
+//! watches, a `reflector` keeps a `Store` (the lister's cache). It has no
+//! handler callbacks: a watcher event carries only the new object. This module
+//! adds what the handlers need, in the order client-go uses: look up the old
+//! object in the store, apply the event to the store, then notify.
+
+use std::collections::HashSet;
+use std::fmt::Debug;
+use std::hash::Hash;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::{Stream, StreamExt, TryStreamExt, stream};
+use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Api, Resource};
+use serde::de::DeserializeOwned;
+
+// ANCHOR: notification
+/// What a handler is told. Go: the `AddFunc`, `UpdateFunc` and `DeleteFunc`
+/// arguments of `cache.ResourceEventHandlerFuncs`.
+#[derive(Debug, Clone)]
+pub enum Notification<K> {
+    /// An object the cache did not hold. Go: `OnAdd(obj)`.
+    Added(Arc<K>),
+    /// A cached object changed; `old` is what the cache held before.
+    /// Go: `OnUpdate(old, new)`.
+    Updated {
+        /// The cached object before this event.
+        old: Arc<K>,
+        /// The object as the API server sent it.
+        new: Arc<K>,
+    },
+    /// An object was deleted; this is its last known state. When the delete
+    /// happened while the watch was down, it is noticed on the next list (Go
+    /// wraps such an object in a `DeletedFinalStateUnknown` tombstone).
+    Deleted(Arc<K>),
+}
+// ANCHOR_END: notification
+
+impl<K> Notification<K> {
+    /// The object the notification is about (the new one for an update).
+    pub fn object(&self) -> &Arc<K> {
+        match self {
+            Notification::Added(obj) | Notification::Deleted(obj) => obj,
+            Notification::Updated { new, .. } => new,
+        }
+    }
+}
+
+/// The `namespace/name` form of a key, as Go prints a `cache.ObjectName`.
+pub fn key_string<K: Resource>(key: &ObjectRef<K>) -> String {
+    match &key.namespace {
+        Some(ns) => format!("{ns}/{}", key.name),
+        None => key.name.clone(),
+    }
+}
+
+// ANCHOR: informer
+/// Starts nothing yet: returns the cache (Go: the lister) and the stream that,
+/// once polled, lists and watches `api`, keeps the cache current and yields a
+/// [`Notification`] per change. Watch errors are yielded too; the watcher
+/// retries them with exponential backoff (800 ms up to 30 s, like client-go's
+/// reflector), so the stream only ends when it is dropped.
+pub fn informer<K>(
+    api: Api<K>,
+    config: watcher::Config,
+) -> (
+    Store<K>,
+    impl Stream<Item = Result<Notification<K>, watcher::Error>> + Send,
+)
+where
+    K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    K::DynamicType: Default + Eq + Hash + Clone + Send + Sync,
+{
+    let (cache, mut writer) = reflector::store();
+    let reader = cache.clone();
+    let mut listed = HashSet::new();
+    let notifications = watcher(api, config)
+        .default_backoff()
+        .map_ok(move |event| {
+            // Compare with the cache *before* the event changes it.
+            let changes = notifications(&reader, &mut listed, &event);
+            writer.apply_watcher_event(&event);
+            stream::iter(changes.into_iter().map(Ok))
+        })
+        .try_flatten();
+    (cache, notifications)
+}
+// ANCHOR_END: informer
+
+/// The notifications one watcher event causes, given the cache before it.
+///
+/// `listed` collects the keys of a (re)list in progress: when the list is
+/// done, whatever the cache holds that the list did not is gone.
+fn notifications<K>(
+    cache: &Store<K>,
+    listed: &mut HashSet<ObjectRef<K>>,
+    event: &watcher::Event<K>,
+) -> Vec<Notification<K>>
+where
+    K: Resource + Clone,
+    K::DynamicType: Default + Eq + Hash + Clone,
+{
+    match event {
+        watcher::Event::Init => {
+            listed.clear();
+            Vec::new()
+        }
+        watcher::Event::InitApply(obj) => {
+            listed.insert(ObjectRef::from(obj));
+            vec![added_or_updated(cache, obj)]
+        }
+        watcher::Event::Apply(obj) => vec![added_or_updated(cache, obj)],
+        watcher::Event::Delete(obj) => vec![Notification::Deleted(Arc::new(obj.clone()))],
+        watcher::Event::InitDone => {
+            let gone = cache
+                .state()
+                .into_iter()
+                .filter(|obj| !listed.contains(&ObjectRef::from(obj.as_ref())))
+                .map(Notification::Deleted)
+                .collect();
+            listed.clear();
+            gone
+        }
+    }
+}
+
+fn added_or_updated<K>(cache: &Store<K>, obj: &K) -> Notification<K>
+where
+    K: Resource + Clone,
+    K::DynamicType: Default + Eq + Hash + Clone,
+{
+    let new = Arc::new(obj.clone());
+    match cache.get(&ObjectRef::from(obj)) {
+        Some(old) => Notification::Updated { old, new },
+        None => Notification::Added(new),
+    }
+}
+
+// ANCHOR: resync
+/// Replays the whole cache as updates every `period`, the way a Go informer's
+/// resync does (`OnUpdate(obj, obj)`: same object, same resourceVersion, no
+/// API call). kube-runtime has no resync; this exists only so step 3 can show
+/// why Go's Deployment handler compares resourceVersions.
+pub fn resync<K>(
+    cache: Store<K>,
+    period: Duration,
+) -> impl Stream<Item = Result<Notification<K>, watcher::Error>> + Send
+where
+    K: Resource + Clone + Send + Sync + 'static,
+    K::DynamicType: Eq + Hash + Clone + Send + Sync,
+{
+    let ticks = stream::unfold((), move |()| async move {
+        tokio::time::sleep(period).await;
+        Some(((), ()))
+    });
+    ticks.flat_map(move |()| {
+        let replay = cache.state().into_iter().map(|obj| {
+            Ok(Notification::Updated {
+                old: obj.clone(),
+                new: obj,
+            })
+        });
+        stream::iter(replay.collect::<Vec<_>>())
+    })
+}
+// ANCHOR_END: resync
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use kube::api::ObjectMeta;
+
+    fn cm(name: &str, rv: &str) -> ConfigMap {
+        ConfigMap {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                namespace: Some("ns".into()),
+                resource_version: Some(rv.into()),
+                ..ObjectMeta::default()
+            },
+            ..ConfigMap::default()
+        }
+    }
+
+    /// Feeds events through `notifications` and the store, as `informer` does.
+    fn run(events: Vec<watcher::Event<ConfigMap>>) -> Vec<String> {
+        let (cache, mut writer) = reflector::store();
+        let mut listed = HashSet::new();
+        let mut seen = Vec::new();
+        for event in events {
+            for n in notifications(&cache, &mut listed, &event) {
+                seen.push(match n {
+                    Notification::Added(o) => format!(
+                        "add {}@{}",
+                        o.metadata.name.clone().unwrap(),
+                        o.metadata.resource_version.clone().unwrap()
+                    ),
+                    Notification::Updated { old, new } => format!(
+                        "update {} {}->{}",
+                        new.metadata.name.clone().unwrap(),
+                        old.metadata.resource_version.clone().unwrap(),
+                        new.metadata.resource_version.clone().unwrap()
+                    ),
+                    Notification::Deleted(o) => format!(
+                        "delete {}@{}",
+                        o.metadata.name.clone().unwrap(),
+                        o.metadata.resource_version.clone().unwrap()
+                    ),
+                });
+            }
+            writer.apply_watcher_event(&event);
+        }
+        seen
+    }
+
+    #[test]
+    fn initial_list_adds_then_watch_updates_with_the_old_object() {
+        use watcher::Event::*;
+        let seen = run(vec![
+            Init,
+            InitApply(cm("a", "1")),
+            InitDone,
+            Apply(cm("a", "2")),
+            Apply(cm("b", "3")),
+            Delete(cm("a", "4")),
+        ]);
+        assert_eq!(seen, ["add a@1", "update a 1->2", "add b@3", "delete a@4"]);
+    }
+
+    #[test]
+    fn a_relist_updates_survivors_and_deletes_what_vanished_meanwhile() {
+        use watcher::Event::*;
+        let seen = run(vec![
+            Init,
+            InitApply(cm("a", "1")),
+            InitApply(cm("b", "2")),
+            InitDone,
+            // the watch broke; the relist no longer contains b
+            Init,
+            InitApply(cm("a", "1")),
+            InitDone,
+        ]);
+        assert_eq!(seen, ["add a@1", "add b@2", "update a 1->1", "delete b@2"]);
+    }
+}

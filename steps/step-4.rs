@@ -1,0 +1,131 @@
+//! Step 4 — the rate-limited work queue and two workers.
+//!
+//! Go: handlers `Add` keys to a rate-limited work queue; `Run` waits for the
+//! caches, then starts two workers; each `processNextWorkItem` takes a key,
+//! syncs it, and on error re-adds it with `AddRateLimited` (per-key backoff
+//! 5 ms · 2^n up to 1000 s, overall 50 retries/s, burst 300) or on success
+//! calls `Forget`.
+//! <https://github.com/kubernetes/sample-controller/blob/v0.36.3/controller.go#L104-L120>
+//! <https://github.com/kubernetes/sample-controller/blob/v0.36.3/controller.go#L158-L236>
+//!
+//! Here processing only logs. `--fail-first N` makes the first N attempts of
+//! each key fail so the growing retry delays show; `--sync-millis` makes each
+//! attempt take that long, so you can watch updates pile up and collapse.
+//!
+//!     cargo run --bin step-4 -- [--namespace NS] [--fail-first N] [--sync-millis MS]
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+use futures::StreamExt;
+use kube::runtime::reflector::ObjectRef;
+use sample_controller::config::{ClientFlags, NamespaceFlag, client_from_flags};
+use sample_controller::diagnose::{READ, preflight};
+use sample_controller::handlers::start_informers;
+use sample_controller::informer::key_string;
+use sample_controller::workqueue::{self, RateLimiter, SyncFuture};
+use sample_controller::{Foo, signals, telemetry};
+
+/// Feed handler keys through a rate-limited queue to two workers that only log.
+#[derive(Parser, Debug)]
+#[command(name = "step-4", version)]
+struct Args {
+    #[command(flatten)]
+    client: ClientFlags,
+    #[command(flatten)]
+    namespace: NamespaceFlag,
+    /// Make the first N attempts of each key fail, to show the per-key backoff.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    fail_first: u32,
+    /// How long each attempt takes, in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 0)]
+    sync_millis: u64,
+    /// Number of workers. Go: `controller.Run(ctx, 2)`.
+    #[arg(long, default_value_t = 2)]
+    workers: u16,
+}
+
+/// An attempt that `--fail-first` made fail.
+#[derive(Debug, thiserror::Error)]
+#[error("simulated failure of attempt {attempt} (--fail-first {fail_first})")]
+struct Simulated {
+    attempt: u32,
+    fail_first: u32,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    telemetry::init();
+    let args = Args::parse();
+    let shutdown = signals::setup_signal_handler()?;
+    let (client, url) = client_from_flags(&args.client).await?;
+    preflight(&client, &url, &args.namespace, READ).await?;
+
+    // ANCHOR: run
+    // Go: NewController + factory.Start: informers whose handlers add keys.
+    let informers = start_informers(&client, &args.namespace, &url);
+
+    // Go: Run: wait for both caches before starting workers.
+    println!("Waiting for informer caches to sync");
+    informers.wait_for_cache_sync().await?;
+    println!("Starting {} workers", args.workers);
+
+    // Go: the queue's rate limiter, and processNextWorkItem calling our sync.
+    let limiter = Arc::new(RateLimiter::sample_controller());
+    let attempts = Arc::new(Mutex::new(HashMap::new()));
+    let queue = informers.queue.take_until(shutdown); // Go: ShutDown on ctx.Done()
+    workqueue::run(informers.foos, queue, args.workers, limiter, |foo| {
+        process(foo, attempts.clone(), args.fail_first, args.sync_millis)
+    })
+    .await;
+    println!("Shutting down workers");
+    // ANCHOR_END: run
+    Ok(())
+}
+
+// ANCHOR: process
+/// Stands in for `syncHandler`: logs the attempt, waits `sync_millis`, and
+/// fails while the key has had at most `fail_first` attempts.
+fn process(
+    foo: Arc<Foo>,
+    attempts: Arc<Mutex<HashMap<ObjectRef<Foo>, (u32, Instant)>>>,
+    fail_first: u32,
+    sync_millis: u64,
+) -> SyncFuture<Simulated> {
+    let key = ObjectRef::from(foo.as_ref());
+    let now = Instant::now();
+    let (attempt, since_last) = {
+        let mut attempts = attempts
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let entry = attempts.entry(key.clone()).or_insert((0, now));
+        let since_last = now.duration_since(entry.1);
+        *entry = (entry.0 + 1, now);
+        (entry.0, since_last)
+    };
+    let name = key_string(&key);
+    if attempt == 1 {
+        println!("sync {name} start attempt {attempt}");
+    } else {
+        println!(
+            "sync {name} start attempt {attempt} ({} ms after attempt {})",
+            since_last.as_millis(),
+            attempt - 1
+        );
+    }
+    Box::pin(async move {
+        tokio::time::sleep(Duration::from_millis(sync_millis)).await;
+        if attempt <= fail_first {
+            println!("sync {name} failed attempt {attempt}");
+            return Err(Simulated {
+                attempt,
+                fail_first,
+            });
+        }
+        println!("sync {name} done attempt {attempt}");
+        Ok(())
+    })
+}
+// ANCHOR_END: process
