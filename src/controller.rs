@@ -251,3 +251,275 @@ impl Controller {
     }
     // ANCHOR_END: publish
 }
+
+/// Go's controller_test.go cases, plus the branches it does not cover, as
+/// exact request sequences against a scripted API server.
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::FooStatus;
+    use crate::fixtures::{cache, foo, mock_client, stored};
+    use http::Method;
+    use serde_json::json;
+
+    const DEPLOYMENTS: &str = "/apis/apps/v1/namespaces/default/deployments";
+    const FOO_STATUS: &str =
+        "/apis/samplecontroller.k8s.io/v1alpha1/namespaces/default/foos/test/status";
+
+    fn controller(client: Client, foos: &[Foo], deployments: &[Deployment]) -> Controller {
+        Controller::new(client, cache(foos.to_vec()), cache(deployments.to_vec()))
+    }
+
+    fn status_patch(available: i32) -> serde_json::Value {
+        json!({
+            "apiVersion": "samplecontroller.k8s.io/v1alpha1",
+            "kind": "Foo",
+            "status": {"availableReplicas": available}
+        })
+    }
+
+    #[tokio::test]
+    async fn creates_a_deployment_for_a_new_foo_and_writes_its_status() {
+        // Go: TestCreatesDeployment
+        let foo = foo("test", Some(1));
+        let (client, mut server) = mock_client();
+        let c = controller(client, &[foo.clone()], &[]);
+        let expected = serde_json::to_value(new_deployment(&foo)).unwrap();
+        let created = serde_json::to_value(stored(new_deployment(&foo), 0)).unwrap();
+        let reply = serde_json::to_value(&foo).unwrap();
+        let api = tokio::spawn(async move {
+            let create = server.expect(Method::POST, DEPLOYMENTS, 201, created).await;
+            assert_eq!(create.body, expected);
+            assert_eq!(create.query, "&fieldManager=sample-controller");
+            let status = server.expect(Method::PATCH, FOO_STATUS, 200, reply).await;
+            assert_eq!(status.body, status_patch(0));
+            assert!(
+                status.query.contains("fieldManager=sample-controller")
+                    && status.query.contains("force=true")
+            );
+            let event = server.expect_event().await;
+            assert_eq!(event.body["reason"], "Synced");
+            assert_eq!(event.body["type"], "Normal");
+            assert_eq!(event.body["note"], "Foo synced successfully");
+            assert_eq!(event.body["regarding"]["name"], "test");
+            server.expect_silence().await;
+        });
+        c.sync_handler(&foo).await.unwrap();
+        drop(c);
+        api.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn does_nothing_but_write_status_when_the_deployment_matches() {
+        // Go: TestDoNothing
+        let foo = foo("test", Some(1));
+        let deployment = stored(new_deployment(&foo), 1);
+        let (client, mut server) = mock_client();
+        let c = controller(client, &[foo.clone()], &[deployment]);
+        let reply = serde_json::to_value(&foo).unwrap();
+        let api = tokio::spawn(async move {
+            let status = server.expect(Method::PATCH, FOO_STATUS, 200, reply).await;
+            assert_eq!(status.body, status_patch(1));
+            assert_eq!(server.expect_event().await.body["reason"], "Synced");
+            server.expect_silence().await;
+        });
+        c.sync_handler(&foo).await.unwrap();
+        drop(c);
+        api.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn skips_the_status_write_when_the_status_is_already_current() {
+        // Not in Go, which writes the status on every sync.
+        let mut foo = foo("test", Some(1));
+        foo.status = Some(FooStatus {
+            available_replicas: 1,
+        });
+        let deployment = stored(new_deployment(&foo), 1);
+        let (client, mut server) = mock_client();
+        let c = controller(client, &[foo.clone()], &[deployment]);
+        let api = tokio::spawn(async move {
+            assert_eq!(server.expect_event().await.body["reason"], "Synced");
+            server.expect_silence().await;
+        });
+        c.sync_handler(&foo).await.unwrap();
+        drop(c);
+        api.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn updates_the_deployment_when_the_replicas_differ() {
+        // Go: TestUpdateDeployment
+        let foo = foo("test", Some(2));
+        let mut old = foo.clone();
+        old.spec.replicas = Some(1);
+        let deployment = stored(new_deployment(&old), 1);
+        let (client, mut server) = mock_client();
+        let c = controller(client, &[foo.clone()], &[deployment]);
+        let expected = serde_json::to_value(new_deployment(&foo)).unwrap();
+        let updated = serde_json::to_value(stored(new_deployment(&foo), 1)).unwrap();
+        let reply = serde_json::to_value(&foo).unwrap();
+        let api = tokio::spawn(async move {
+            let apply = server
+                .expect(
+                    Method::PATCH,
+                    &format!("{DEPLOYMENTS}/test-deployment"),
+                    200,
+                    updated,
+                )
+                .await;
+            assert_eq!(apply.body, expected);
+            assert!(
+                apply.query.contains("fieldManager=sample-controller")
+                    && apply.query.contains("force=true")
+            );
+            assert_eq!(
+                server
+                    .expect(Method::PATCH, FOO_STATUS, 200, reply)
+                    .await
+                    .body,
+                status_patch(1)
+            );
+            assert_eq!(server.expect_event().await.body["reason"], "Synced");
+            server.expect_silence().await;
+        });
+        c.sync_handler(&foo).await.unwrap();
+        drop(c);
+        api.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn refuses_a_deployment_it_does_not_control_and_writes_nothing() {
+        // Go: TestNotControlledByUs. The only request is the Warning Event.
+        let foo = foo("test", Some(1));
+        let mut foreign = stored(new_deployment(&foo), 1);
+        foreign.metadata.owner_references = Some(vec![]);
+        let (client, mut server) = mock_client();
+        let c = controller(client, &[foo.clone()], &[foreign]);
+        let api = tokio::spawn(async move {
+            let event = server.expect_event().await;
+            assert_eq!(event.body["type"], "Warning");
+            assert_eq!(event.body["reason"], "ErrResourceExists");
+            assert_eq!(
+                event.body["note"],
+                r#"Resource "test-deployment" already exists and is not managed by Foo"#
+            );
+            server.expect_silence().await;
+        });
+        let err = c.sync_handler(&foo).await.unwrap_err();
+        assert!(matches!(&err, Error::ResourceExists(name) if name == "test-deployment"));
+        assert_eq!(
+            err.to_string(),
+            r#"Resource "test-deployment" already exists and is not managed by Foo"#
+        );
+        drop(c);
+        api.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn an_empty_deployment_name_is_logged_and_not_retried() {
+        let mut foo = foo("test", Some(1));
+        foo.spec.deployment_name.clear();
+        let (client, mut server) = mock_client();
+        let c = controller(client, &[foo.clone()], &[]);
+        let api = tokio::spawn(async move { server.expect_silence().await });
+        c.sync_handler(&foo).await.unwrap();
+        drop(c);
+        api.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn an_api_error_is_returned_without_status_write_or_event() {
+        let foo = foo("test", Some(1));
+        let (client, mut server) = mock_client();
+        let c = controller(client, &[foo.clone()], &[]);
+        let api = tokio::spawn(async move {
+            server
+                .expect(Method::POST, DEPLOYMENTS, 500, internal_error())
+                .await;
+            server.expect_silence().await;
+        });
+        let err = c.sync_handler(&foo).await.unwrap_err();
+        assert!(
+            matches!(err, Error::Kube(kube::Error::Api(ref s)) if s.code == 500),
+            "{err:?}"
+        );
+        drop(c);
+        api.await.unwrap();
+    }
+
+    fn internal_error() -> serde_json::Value {
+        json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+               "message": "etcd is having a bad day", "reason": "InternalError", "code": 500})
+    }
+
+    #[tokio::test]
+    async fn the_workers_retry_an_api_error_with_backoff_and_then_forget_the_key() {
+        let foo = foo("test", Some(1));
+        let created = serde_json::to_value(stored(new_deployment(&foo), 0)).unwrap();
+        let reply = serde_json::to_value(&foo).unwrap();
+        let (client, mut server) = mock_client();
+        let c = controller(client, &[foo.clone()], &[]);
+        let limiter = c.limiter.clone();
+        let key = ObjectRef::from(&foo);
+        let (queue_tx, queue) = futures::channel::mpsc::unbounded();
+        queue_tx.unbounded_send(key.clone()).unwrap();
+        let api = tokio::spawn(async move {
+            server
+                .expect(Method::POST, DEPLOYMENTS, 500, internal_error())
+                .await;
+            server.expect(Method::POST, DEPLOYMENTS, 201, created).await;
+            server.expect(Method::PATCH, FOO_STATUS, 200, reply).await;
+            server.expect_event().await;
+            server.expect_silence().await;
+            drop(queue_tx); // ends the queue: the workers stop
+        });
+        let c = Arc::new(c);
+        let foos = c.foos.clone();
+        workqueue::run(
+            foos,
+            queue,
+            2,
+            limiter.clone(),
+            |foo| -> SyncFuture<Error> {
+                let c = c.clone();
+                Box::pin(async move { c.sync_handler(&foo).await })
+            },
+        )
+        .await;
+        api.await.unwrap();
+        assert_eq!(
+            limiter.num_requeues(&key),
+            0,
+            "a success forgets the failures"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_key_whose_foo_is_gone_is_dropped_without_any_request() {
+        // Go: syncHandler's "Foo ... no longer exists" branch.
+        let (client, mut server) = mock_client();
+        let c = Arc::new(controller(client, &[], &[]));
+        let limiter = c.limiter.clone();
+        let gone = ObjectRef::from(&foo("gone", Some(1)));
+        let queue = futures::stream::iter([gone.clone()]);
+        let api = tokio::spawn(async move { server.expect_silence().await });
+        let syncs = Arc::new(std::sync::atomic::AtomicU32::new(0));
+        let counter = syncs.clone();
+        workqueue::run(
+            c.foos.clone(),
+            queue,
+            2,
+            limiter.clone(),
+            move |foo| -> SyncFuture<Error> {
+                counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let c = c.clone();
+                Box::pin(async move { c.sync_handler(&foo).await })
+            },
+        )
+        .await;
+        api.await.unwrap();
+        assert_eq!(syncs.load(std::sync::atomic::Ordering::SeqCst), 0);
+        assert_eq!(limiter.num_requeues(&gone), 0);
+    }
+}

@@ -16,6 +16,8 @@ pub use types::{Foo, FooSpec, FooStatus};
 /// comments and in the book points at this tag.
 pub const GO_SOURCE_TAG: &str = "v0.36.3";
 pub mod controller;
+#[cfg(test)]
+pub mod fixtures;
 pub mod handlers;
 pub mod informer;
 pub mod show;
