@@ -266,8 +266,8 @@ mod tests {
     const FOO_STATUS: &str =
         "/apis/samplecontroller.k8s.io/v1alpha1/namespaces/default/foos/test/status";
 
-    fn controller(client: Client, foos: &[Foo], deployments: &[Deployment]) -> Controller {
-        Controller::new(client, cache(foos.to_vec()), cache(deployments.to_vec()))
+    fn controller(client: Client, foos: Vec<Foo>, deployments: Vec<Deployment>) -> Controller {
+        Controller::new(client, cache(foos), cache(deployments))
     }
 
     fn status_patch(available: i32) -> serde_json::Value {
@@ -283,7 +283,7 @@ mod tests {
         // Go: TestCreatesDeployment
         let foo = foo("test", Some(1));
         let (client, mut server) = mock_client();
-        let c = controller(client, &[foo.clone()], &[]);
+        let c = controller(client, vec![foo.clone()], vec![]);
         let expected = serde_json::to_value(new_deployment(&foo)).unwrap();
         let created = serde_json::to_value(stored(new_deployment(&foo), 0)).unwrap();
         let reply = serde_json::to_value(&foo).unwrap();
@@ -315,7 +315,7 @@ mod tests {
         let foo = foo("test", Some(1));
         let deployment = stored(new_deployment(&foo), 1);
         let (client, mut server) = mock_client();
-        let c = controller(client, &[foo.clone()], &[deployment]);
+        let c = controller(client, vec![foo.clone()], vec![deployment]);
         let reply = serde_json::to_value(&foo).unwrap();
         let api = tokio::spawn(async move {
             let status = server.expect(Method::PATCH, FOO_STATUS, 200, reply).await;
@@ -337,7 +337,7 @@ mod tests {
         });
         let deployment = stored(new_deployment(&foo), 1);
         let (client, mut server) = mock_client();
-        let c = controller(client, &[foo.clone()], &[deployment]);
+        let c = controller(client, vec![foo.clone()], vec![deployment]);
         let api = tokio::spawn(async move {
             assert_eq!(server.expect_event().await.body["reason"], "Synced");
             server.expect_silence().await;
@@ -355,7 +355,7 @@ mod tests {
         old.spec.replicas = Some(1);
         let deployment = stored(new_deployment(&old), 1);
         let (client, mut server) = mock_client();
-        let c = controller(client, &[foo.clone()], &[deployment]);
+        let c = controller(client, vec![foo.clone()], vec![deployment]);
         let expected = serde_json::to_value(new_deployment(&foo)).unwrap();
         let updated = serde_json::to_value(stored(new_deployment(&foo), 1)).unwrap();
         let reply = serde_json::to_value(&foo).unwrap();
@@ -395,7 +395,7 @@ mod tests {
         let mut foreign = stored(new_deployment(&foo), 1);
         foreign.metadata.owner_references = Some(vec![]);
         let (client, mut server) = mock_client();
-        let c = controller(client, &[foo.clone()], &[foreign]);
+        let c = controller(client, vec![foo.clone()], vec![foreign]);
         let api = tokio::spawn(async move {
             let event = server.expect_event().await;
             assert_eq!(event.body["type"], "Warning");
@@ -421,7 +421,7 @@ mod tests {
         let mut foo = foo("test", Some(1));
         foo.spec.deployment_name.clear();
         let (client, mut server) = mock_client();
-        let c = controller(client, &[foo.clone()], &[]);
+        let c = controller(client, vec![foo.clone()], vec![]);
         let api = tokio::spawn(async move { server.expect_silence().await });
         c.sync_handler(&foo).await.unwrap();
         drop(c);
@@ -432,7 +432,7 @@ mod tests {
     async fn an_api_error_is_returned_without_status_write_or_event() {
         let foo = foo("test", Some(1));
         let (client, mut server) = mock_client();
-        let c = controller(client, &[foo.clone()], &[]);
+        let c = controller(client, vec![foo.clone()], vec![]);
         let api = tokio::spawn(async move {
             server
                 .expect(Method::POST, DEPLOYMENTS, 500, internal_error())
@@ -459,7 +459,7 @@ mod tests {
         let created = serde_json::to_value(stored(new_deployment(&foo), 0)).unwrap();
         let reply = serde_json::to_value(&foo).unwrap();
         let (client, mut server) = mock_client();
-        let c = controller(client, &[foo.clone()], &[]);
+        let c = controller(client, vec![foo.clone()], vec![]);
         let limiter = c.limiter.clone();
         let key = ObjectRef::from(&foo);
         let (queue_tx, queue) = futures::channel::mpsc::unbounded();
@@ -499,7 +499,7 @@ mod tests {
     async fn a_key_whose_foo_is_gone_is_dropped_without_any_request() {
         // Go: syncHandler's "Foo ... no longer exists" branch.
         let (client, mut server) = mock_client();
-        let c = Arc::new(controller(client, &[], &[]));
+        let c = Arc::new(controller(client, vec![], vec![]));
         let limiter = c.limiter.clone();
         let gone = ObjectRef::from(&foo("gone", Some(1)));
         let queue = futures::stream::iter([gone.clone()]);

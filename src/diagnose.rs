@@ -119,15 +119,17 @@ pub async fn preflight(
     let scope = ns.describe();
     let one = ListParams::default().limit(1);
     // Reachability first: a one-item list of Deployments exists in every cluster.
-    if let Err(err) = ns.api::<Deployment>(client).list_metadata(&one).await {
-        if !matches!(&err, kube::Error::Api(s) if s.is_forbidden()) {
-            anyhow::bail!(explain(&err, &format!("list deployments in {scope}"), url));
-        }
+    // A forbidden list is left to the access review below, which names the verb.
+    let forbidden = |err: &kube::Error| matches!(err, kube::Error::Api(s) if s.is_forbidden());
+    if let Err(err) = ns.api::<Deployment>(client).list_metadata(&one).await
+        && !forbidden(&err)
+    {
+        anyhow::bail!(explain(&err, &format!("list deployments in {scope}"), url));
     }
-    if let Err(err) = ns.api::<Foo>(client).list_metadata(&one).await {
-        if !matches!(&err, kube::Error::Api(s) if s.is_forbidden()) {
-            anyhow::bail!(explain(&err, &format!("list foos in {scope}"), url));
-        }
+    if let Err(err) = ns.api::<Foo>(client).list_metadata(&one).await
+        && !forbidden(&err)
+    {
+        anyhow::bail!(explain(&err, &format!("list foos in {scope}"), url));
     }
     let mut denied = Vec::new();
     for permission in needed {

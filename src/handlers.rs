@@ -173,10 +173,10 @@ mod tests {
         foo
     }
 
-    fn cache_with(foos: &[Foo]) -> Store<Foo> {
+    fn cache_with(foos: Vec<Foo>) -> Store<Foo> {
         let (store, mut writer) = reflector::store();
         for f in foos {
-            writer.apply_watcher_event(&watcher::Event::Apply(f.clone()));
+            writer.apply_watcher_event(&watcher::Event::Apply(f));
         }
         store
     }
@@ -184,14 +184,14 @@ mod tests {
     #[test]
     fn a_deployment_controlled_by_a_cached_foo_enqueues_that_foo() {
         let owner = foo("a");
-        let key = handle_object(&new_deployment(&owner), &cache_with(&[owner.clone()]));
+        let key = handle_object(&new_deployment(&owner), &cache_with(vec![owner.clone()]));
         assert_eq!(key, Some(ObjectRef::new("a").within("default")));
     }
 
     #[test]
     fn a_deployment_whose_foo_is_not_cached_is_an_ignored_orphan() {
         assert_eq!(
-            handle_object(&new_deployment(&foo("a")), &cache_with(&[])),
+            handle_object(&new_deployment(&foo("a")), &cache_with(vec![])),
             None
         );
     }
@@ -201,7 +201,7 @@ mod tests {
         let owner = foo("a");
         let mut d = new_deployment(&owner);
         d.metadata.owner_references.as_mut().unwrap()[0].controller = None;
-        assert_eq!(handle_object(&d, &cache_with(&[owner])), None);
+        assert_eq!(handle_object(&d, &cache_with(vec![owner])), None);
     }
 
     #[test]
@@ -209,7 +209,7 @@ mod tests {
         let owner = foo("a");
         let mut d = new_deployment(&owner);
         d.metadata.owner_references.as_mut().unwrap()[0].kind = "ReplicaSet".into();
-        assert_eq!(handle_object(&d, &cache_with(&[owner])), None);
+        assert_eq!(handle_object(&d, &cache_with(vec![owner])), None);
     }
 
     #[test]
@@ -218,7 +218,7 @@ mod tests {
         let mut d = new_deployment(&owner);
         d.metadata.resource_version = Some("7".into());
         let d = Arc::new(d);
-        let cache = cache_with(&[owner]);
+        let cache = cache_with(vec![owner]);
         let replay = Notification::Updated {
             old: d.clone(),
             new: d.clone(),
@@ -239,7 +239,7 @@ mod tests {
     #[test]
     fn deleting_a_controlled_deployment_enqueues_its_foo() {
         let owner = foo("a");
-        let cache = cache_with(&[owner.clone()]);
+        let cache = cache_with(vec![owner.clone()]);
         let gone = Notification::Deleted(Arc::new(new_deployment(&owner)));
         assert_eq!(
             on_deployment(&gone, &cache),

@@ -22,6 +22,9 @@ pub const API_APPROVED_ANNOTATION: &str = "api-approved.kubernetes.io";
 // status), `Foo::new(name, spec)` and `Foo::crd()`. Doc comments become the
 // descriptions `kubectl explain foo.spec` prints.
 /// The desired state of a Foo: an nginx Deployment with this name and size.
+// clippy reads the several `printcolumn(type_ = ...)` entries as one attribute
+// repeated; they are distinct columns.
+#[allow(clippy::duplicated_attributes)]
 #[derive(CustomResource, Deserialize, Serialize, Clone, Debug, PartialEq, JsonSchema)]
 #[kube(
     group = "samplecontroller.k8s.io",

@@ -74,7 +74,7 @@ async fn main() -> anyhow::Result<()> {
 
     // Go: the queue's rate limiter, and processNextWorkItem calling our sync.
     let limiter = Arc::new(RateLimiter::sample_controller());
-    let attempts = Arc::new(Mutex::new(HashMap::new()));
+    let attempts: Attempts = Arc::default();
     let queue = informers.queue.take_until(shutdown); // Go: ShutDown on ctx.Done()
     workqueue::run(informers.foos, queue, args.workers, limiter, |foo| {
         process(foo, attempts.clone(), args.fail_first, args.sync_millis)
@@ -85,12 +85,15 @@ async fn main() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Per key: how many attempts so far, and when the last one started.
+type Attempts = Arc<Mutex<HashMap<ObjectRef<Foo>, (u32, Instant)>>>;
+
 // ANCHOR: process
 /// Stands in for `syncHandler`: logs the attempt, waits `sync_millis`, and
 /// fails while the key has had at most `fail_first` attempts.
 fn process(
     foo: Arc<Foo>,
-    attempts: Arc<Mutex<HashMap<ObjectRef<Foo>, (u32, Instant)>>>,
+    attempts: Attempts,
     fail_first: u32,
     sync_millis: u64,
 ) -> SyncFuture<Simulated> {
