@@ -68,7 +68,10 @@ pub const READ: &[Permission] = &[
 /// in all namespaces"), `url` is the API server's address.
 pub fn explain(err: &kube::Error, what: &str, url: &str) -> String {
     match err {
-        kube::Error::Api(status) if status.is_not_found() && what.contains("foos") => format!(
+        // Compare the code, not `is_not_found()`: for an API group that does not
+        // exist the server answers a plain-text "404 page not found", which
+        // carries no `NotFound` reason.
+        kube::Error::Api(status) if status.code == 404 && what.contains("foos") => format!(
             "cannot {what}: the Foo CRD ({CRD_NAME}) is not installed in the cluster at {url}.\n\
              Install it with: {INSTALL_CRD_HINT}"
         ),

@@ -1,5 +1,7 @@
 //! Logging. Go: klog, with `-v` levels; here `tracing` with `RUST_LOG` filters.
 
+use std::io::IsTerminal;
+
 use tracing_subscriber::EnvFilter;
 
 /// Logs to stderr, filtered by `RUST_LOG` (default `info`), e.g.
@@ -12,5 +14,6 @@ pub fn init() {
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal()) // no colour codes in files and pipes
         .init();
 }

@@ -1,0 +1,473 @@
+//! Finding and building the control-plane binaries.
+//!
+//! Order of precedence for each [`Binary`]:
+//!
+//! 1. `TEST_ASSET_<NAME>` (e.g. `TEST_ASSET_KUBE_APISERVER`): path to the binary; an error if
+//!    it does not exist.
+//! 2. `$KUBEBUILDER_ASSETS/<name>` if that file exists (the envtest layout, e.g. from
+//!    `setup-envtest`; it usually holds only kube-apiserver, etcd and kubectl).
+//! 3. The cache: `${XDG_CACHE_HOME:-$HOME/.cache}/sample-controller-rs/bin/<component>-<version>/<name>`.
+//! 4. Otherwise [`ensure`] builds it with `go build` from the pinned wrapper module in
+//!    `controlplane/<component>` of this repository, writing to a temporary name and
+//!    renaming it into the cache, so an interrupted build never leaves a partial binary.
+
+use std::fs;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use anyhow::{Context, Result, anyhow, bail};
+
+/// Kubernetes version of kube-apiserver, kube-controller-manager and kube-scheduler
+/// (must match `controlplane/kubernetes/go.mod`).
+pub const KUBERNETES_VERSION: &str = "v1.36.3";
+/// etcd version (must match `controlplane/etcd/go.mod`).
+pub const ETCD_VERSION: &str = "v3.6.16";
+/// kwok version (must match `controlplane/kwok/go.mod`).
+pub const KWOK_VERSION: &str = "v0.8.0";
+
+/// One of the programs the control plane is made of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Binary {
+    /// etcd, the API server's storage.
+    Etcd,
+    /// kube-apiserver.
+    KubeApiserver,
+    /// kube-controller-manager (Deployments → ReplicaSets → Pods, garbage collection, namespaces).
+    KubeControllerManager,
+    /// kube-scheduler (binds Pods to the fake node).
+    KubeScheduler,
+    /// kwok controller (fakes a node and makes its Pods Running and Ready).
+    Kwok,
+}
+
+impl Binary {
+    /// All binaries, in build and start order.
+    pub const ALL: [Binary; 5] = [
+        Binary::Etcd,
+        Binary::KubeApiserver,
+        Binary::KubeControllerManager,
+        Binary::KubeScheduler,
+        Binary::Kwok,
+    ];
+
+    /// File name of the binary, e.g. `kube-apiserver`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Binary::Etcd => "etcd",
+            Binary::KubeApiserver => "kube-apiserver",
+            Binary::KubeControllerManager => "kube-controller-manager",
+            Binary::KubeScheduler => "kube-scheduler",
+            Binary::Kwok => "kwok",
+        }
+    }
+
+    /// Pinned version, e.g. `v1.36.3`.
+    pub fn version(self) -> &'static str {
+        match self.component() {
+            "etcd" => ETCD_VERSION,
+            "kwok" => KWOK_VERSION,
+            _ => KUBERNETES_VERSION,
+        }
+    }
+
+    /// Environment variable naming a prebuilt binary, e.g. `TEST_ASSET_KUBE_APISERVER`.
+    pub fn env_var(self) -> &'static str {
+        match self {
+            Binary::Etcd => "TEST_ASSET_ETCD",
+            Binary::KubeApiserver => "TEST_ASSET_KUBE_APISERVER",
+            Binary::KubeControllerManager => "TEST_ASSET_KUBE_CONTROLLER_MANAGER",
+            Binary::KubeScheduler => "TEST_ASSET_KUBE_SCHEDULER",
+            Binary::Kwok => "TEST_ASSET_KWOK",
+        }
+    }
+
+    /// Wrapper module directory under `controlplane/` and cache directory prefix.
+    fn component(self) -> &'static str {
+        match self {
+            Binary::Etcd => "etcd",
+            Binary::Kwok => "kwok",
+            _ => "kubernetes",
+        }
+    }
+
+    /// Go main package to build.
+    fn package(self) -> &'static str {
+        match self {
+            Binary::Etcd => "go.etcd.io/etcd/server/v3",
+            Binary::KubeApiserver => "k8s.io/kubernetes/cmd/kube-apiserver",
+            Binary::KubeControllerManager => "k8s.io/kubernetes/cmd/kube-controller-manager",
+            Binary::KubeScheduler => "k8s.io/kubernetes/cmd/kube-scheduler",
+            Binary::Kwok => "sigs.k8s.io/kwok/cmd/kwok",
+        }
+    }
+
+    /// `-ldflags` value: strip symbols and, for Kubernetes, stamp the version so that
+    /// `--version` and `/version` report it instead of `v0.0.0-master`.
+    fn ldflags(self) -> String {
+        if self.component() != "kubernetes" {
+            return "-s -w".to_string();
+        }
+        let version = KUBERNETES_VERSION;
+        let mut parts = version.trim_start_matches('v').split('.');
+        let major = parts.next().unwrap_or("1");
+        let minor = parts.next().unwrap_or("0");
+        let mut flags = String::from("-s -w");
+        for pkg in [
+            "k8s.io/component-base/version",
+            "k8s.io/client-go/pkg/version",
+        ] {
+            flags.push_str(&format!(
+                " -X {pkg}.gitVersion={version} -X {pkg}.gitMajor={major} -X {pkg}.gitMinor={minor}"
+            ));
+        }
+        flags
+    }
+
+    /// Measured cold build time on 2 cores (empty Go build cache, modules downloaded),
+    /// shown in the progress line.
+    fn cold_build_estimate(self) -> &'static str {
+        match self {
+            Binary::Etcd => "~2.5 minutes",
+            Binary::KubeApiserver => "~10 minutes",
+            Binary::KubeControllerManager => "~2.5 minutes after kube-apiserver",
+            Binary::KubeScheduler => "~10 seconds after kube-apiserver",
+            Binary::Kwok => "~4 minutes",
+        }
+    }
+}
+
+impl std::str::FromStr for Binary {
+    type Err = String;
+
+    /// Parses a binary name such as `kube-apiserver`.
+    fn from_str(name: &str) -> Result<Self, Self::Err> {
+        Binary::ALL
+            .into_iter()
+            .find(|b| b.name() == name)
+            .ok_or_else(|| {
+                let names: Vec<_> = Binary::ALL.iter().map(|b| b.name()).collect();
+                format!("unknown binary {name:?} (one of: {})", names.join(", "))
+            })
+    }
+}
+
+impl std::fmt::Display for Binary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// `${XDG_CACHE_HOME:-$HOME/.cache}/sample-controller-rs`.
+pub fn cache_dir() -> Result<PathBuf> {
+    let base = match std::env::var_os("XDG_CACHE_HOME").filter(|v| !v.is_empty()) {
+        Some(dir) => PathBuf::from(dir),
+        None => {
+            let home = std::env::var_os("HOME")
+                .filter(|v| !v.is_empty())
+                .ok_or_else(|| anyhow!("neither XDG_CACHE_HOME nor HOME is set"))?;
+            PathBuf::from(home).join(".cache")
+        }
+    };
+    Ok(base.join("sample-controller-rs"))
+}
+
+/// Where a built binary is cached: `<cache_dir>/bin/<component>-<version>/<name>`.
+pub fn cached_path(binary: Binary) -> Result<PathBuf> {
+    Ok(cache_dir()?
+        .join("bin")
+        .join(format!("{}-{}", binary.component(), binary.version()))
+        .join(binary.name()))
+}
+
+/// The `controlplane/` directory of this repository (Go wrapper modules, kwok stages).
+pub fn controlplane_dir() -> PathBuf {
+    let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    crate_dir.parent().unwrap_or(crate_dir).join("controlplane")
+}
+
+/// Finds a binary without building it: `TEST_ASSET_*`, then `KUBEBUILDER_ASSETS`, then the
+/// cache. `Ok(None)` means it would have to be built.
+pub fn locate(binary: Binary) -> Result<Option<PathBuf>> {
+    if let Some(path) = std::env::var_os(binary.env_var()).filter(|v| !v.is_empty()) {
+        let path = PathBuf::from(path);
+        if !path.is_file() {
+            bail!(
+                "{}={} does not name an existing file",
+                binary.env_var(),
+                path.display()
+            );
+        }
+        return Ok(Some(path));
+    }
+    if let Some(dir) = std::env::var_os("KUBEBUILDER_ASSETS").filter(|v| !v.is_empty()) {
+        let path = PathBuf::from(dir).join(binary.name());
+        if path.is_file() {
+            return Ok(Some(path));
+        }
+    }
+    let cached = cached_path(binary)?;
+    Ok(cached.is_file().then_some(cached))
+}
+
+/// Finds a binary like [`locate`], building it into the cache if it is not found.
+pub fn ensure(binary: Binary) -> Result<PathBuf> {
+    match locate(binary)? {
+        Some(path) => Ok(path),
+        None => build(binary),
+    }
+}
+
+/// Builds `binary` into the cache unless it is already there; returns its path.
+///
+/// Holds a lock file next to the output while building, so two processes (an xtask and a
+/// test, say) never build the same binary at once.
+pub fn build(binary: Binary) -> Result<PathBuf> {
+    let dest = cached_path(binary)?;
+    let dir = dest
+        .parent()
+        .ok_or_else(|| anyhow!("cache path {} has no parent", dest.display()))?;
+    fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let lock = fs::File::create(dir.join(format!(".{}.lock", binary.name())))
+        .context("creating the build lock file")?;
+    lock.lock().context("locking the build lock file")?;
+    if dest.is_file() {
+        return Ok(dest);
+    }
+    check_go(binary)?;
+
+    let tmp = dir.join(format!(".{}.tmp-{}", binary.name(), std::process::id()));
+    let module_dir = controlplane_dir().join(binary.component());
+    progress(&format!(
+        "building {} {} with go build in {} (a first build takes {} on 2 cores; later builds reuse Go's cache)...",
+        binary,
+        binary.version(),
+        module_dir.display(),
+        binary.cold_build_estimate()
+    ));
+    let started = Instant::now();
+    let mut child = Command::new("go")
+        .current_dir(&module_dir)
+        .args(["build", "-trimpath", "-ldflags", &binary.ldflags(), "-o"])
+        .arg(&tmp)
+        .arg(binary.package())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .with_context(|| format!("running go build in {}", module_dir.display()))?;
+    // Echo Go's messages ("go: downloading …") as they come, and keep them for the error.
+    let mut stderr_text = String::new();
+    if let Some(stderr) = child.stderr.take() {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            progress(&format!("  {line}"));
+            stderr_text.push_str(&line);
+            stderr_text.push('\n');
+        }
+    }
+    let status = child.wait().context("waiting for go build")?;
+    if !status.success() {
+        let _ = fs::remove_file(&tmp);
+        return Err(explain_go_failure(binary, &stderr_text));
+    }
+    fs::rename(&tmp, &dest)
+        .with_context(|| format!("renaming {} to {}", tmp.display(), dest.display()))?;
+    progress(&format!(
+        "built {} in {:.0}s: {}",
+        binary,
+        started.elapsed().as_secs_f64(),
+        dest.display()
+    ));
+    Ok(dest)
+}
+
+fn check_go(binary: Binary) -> Result<()> {
+    match Command::new("go")
+        .arg("version")
+        .stdin(Stdio::null())
+        .output()
+    {
+        Ok(out) if out.status.success() => Ok(()),
+        Ok(out) => bail!(
+            "`go version` failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => bail!(
+            "{binary} {version} was not found and building it needs Go (1.26 or newer), but `go` is not on PATH.\n\
+             Either install Go from https://go.dev/doc/install and retry (the first build downloads \
+             modules from the Go module proxy and takes several minutes),\n\
+             or point {env} at a prebuilt {binary}, or KUBEBUILDER_ASSETS at a directory holding \
+             kube-apiserver and etcd (e.g. `setup-envtest use -p path`),\n\
+             or run the tests against an existing cluster through KUBECONFIG.",
+            version = binary.version(),
+            env = binary.env_var(),
+        ),
+        Err(err) => Err(err).context("running `go version`"),
+    }
+}
+
+/// Turns go's stderr into an error naming the module that could not be fetched, if any.
+fn explain_go_failure(binary: Binary, stderr: &str) -> anyhow::Error {
+    let download_markers = [
+        "404 Not Found",
+        "410 Gone",
+        "not found",
+        "unknown revision",
+        "invalid version",
+        "dial tcp",
+        "no such host",
+        "connection refused",
+        "i/o timeout",
+        "verifying module",
+        "missing go.sum entry",
+        "disabled by GOPROXY",
+        "disabled by GOFLAGS",
+    ];
+    let module_line = stderr
+        .lines()
+        .find(|line| download_markers.iter().any(|m| line.contains(m)));
+    let tail = last_lines(stderr, 20);
+    match module_line {
+        Some(line) => {
+            // "go: k8s.io/x@v1: reading …: 404 Not Found", else the last "go: downloading k8s.io/x v1".
+            let module = line
+                .split_whitespace()
+                .map(|word| word.trim_end_matches(':'))
+                .find(|word| word.contains('@'))
+                .map(str::to_string)
+                .or_else(|| {
+                    stderr.lines().rev().find_map(|l| {
+                        let rest = l.strip_prefix("go: downloading ")?;
+                        let (module, version) = rest.split_once(' ')?;
+                        Some(format!("{module}@{version}"))
+                    })
+                })
+                .unwrap_or_else(|| "(see the message below)".to_string());
+            anyhow!(
+                "building {binary} failed: Go could not fetch module {module}.\n\
+                 Is the Go module proxy reachable (GOPROXY={})?\n{tail}",
+                std::env::var("GOPROXY").unwrap_or_else(|_| "default".into())
+            )
+        }
+        None => anyhow!("building {binary} with go build failed:\n{tail}"),
+    }
+}
+
+/// The last `n` lines of `text`.
+pub(crate) fn last_lines(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+/// Prints a progress line straight to the process's stderr.
+///
+/// This bypasses the test harness's output capture on purpose: a first build takes minutes,
+/// and `cargo test` would otherwise show nothing at all until it is over.
+pub fn progress(line: &str) {
+    let mut stderr = std::io::stderr().lock();
+    let _ = writeln!(stderr, "[testcluster] {line}");
+}
+
+/// kwok's "fast" Stage definitions (nodes become Ready, pods become Ready, complete and
+/// go away when deleted), read from the kwok module in Go's module cache: they are kwok's
+/// own files, so they are used from there rather than copied into this repository.
+/// `TEST_ASSET_KWOK_STAGES` names a YAML file to use instead (for a prebuilt kwok without Go).
+pub fn kwok_stages() -> Result<String> {
+    if let Some(path) = std::env::var_os("TEST_ASSET_KWOK_STAGES") {
+        return fs::read_to_string(&path).with_context(|| {
+            format!(
+                "reading TEST_ASSET_KWOK_STAGES={}",
+                Path::new(&path).display()
+            )
+        });
+    }
+    let module = format!("sigs.k8s.io/kwok@{KWOK_VERSION}");
+    let out = Command::new("go")
+        .current_dir(controlplane_dir().join("kwok"))
+        .args(["mod", "download", "-json", &module])
+        .stdin(Stdio::null())
+        .output()
+        .with_context(|| {
+            format!("kwok's stage files come from the Go module {module}: running `go mod download` (or set TEST_ASSET_KWOK_STAGES)")
+        })?;
+    if !out.status.success() {
+        bail!(
+            "go mod download {module} failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    let info: serde_json::Value =
+        serde_json::from_slice(&out.stdout).context("go mod download -json output")?;
+    let dir = PathBuf::from(
+        info["Dir"]
+            .as_str()
+            .ok_or_else(|| anyhow::anyhow!("no Dir for {module}"))?,
+    );
+    let files = [
+        "kustomize/stage/node/fast/node-initialize.yaml",
+        "kustomize/stage/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml",
+        "kustomize/stage/pod/fast/pod-ready.yaml",
+        "kustomize/stage/pod/fast/pod-complete.yaml",
+        "kustomize/stage/pod/fast/pod-delete.yaml",
+    ];
+    let mut stages = String::new();
+    for file in files {
+        let path = dir.join(file);
+        stages.push_str("---\n");
+        stages.push_str(
+            &fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?,
+        );
+        stages.push('\n');
+    }
+    Ok(stages)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_match_the_go_modules() {
+        for (binary, module) in [
+            (Binary::KubeApiserver, "k8s.io/kubernetes"),
+            (Binary::Etcd, "go.etcd.io/etcd/server/v3"),
+            (Binary::Kwok, "sigs.k8s.io/kwok"),
+        ] {
+            let go_mod = controlplane_dir().join(binary.component()).join("go.mod");
+            let text = fs::read_to_string(&go_mod).expect("read go.mod");
+            let wanted = format!("{module} {}", binary.version());
+            assert!(
+                text.lines().any(|l| l.trim().starts_with(&wanted)),
+                "{} does not require {wanted}",
+                go_mod.display()
+            );
+        }
+    }
+
+    #[test]
+    fn kubernetes_builds_are_version_stamped() {
+        let flags = Binary::KubeScheduler.ldflags();
+        assert!(flags.contains("-X k8s.io/component-base/version.gitVersion=v1.36.3"));
+        assert!(flags.contains("-X k8s.io/client-go/pkg/version.gitMinor=36"));
+        assert_eq!(Binary::Etcd.ldflags(), "-s -w");
+    }
+
+    #[test]
+    fn module_errors_name_the_module() {
+        let stderr = "go: downloading k8s.io/foo v0.36.3\n\
+                      go: k8s.io/foo@v0.36.3: reading https://proxy.golang.org/k8s.io/foo/@v/v0.36.3.mod: 404 Not Found\n";
+        let err = explain_go_failure(Binary::KubeApiserver, stderr).to_string();
+        assert!(
+            err.contains("could not fetch module k8s.io/foo@v0.36.3"),
+            "{err}"
+        );
+        let stderr =
+            "go: downloading sigs.k8s.io/kwok v0.8.0\nmodule lookup disabled by GOPROXY=off\n";
+        let err = explain_go_failure(Binary::Kwok, stderr).to_string();
+        assert!(
+            err.contains("could not fetch module sigs.k8s.io/kwok@v0.8.0"),
+            "{err}"
+        );
+    }
+}

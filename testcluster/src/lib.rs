@@ -1,0 +1,692 @@
+//! A real Kubernetes control plane on 127.0.0.1 for end-to-end tests and demos.
+//!
+//! [`ControlPlane::start`] runs etcd and kube-apiserver, and optionally
+//! kube-controller-manager (Deployments get ReplicaSets and Pods, garbage collection and
+//! namespace deletion work) and kube-scheduler plus kwok with one fake node (Pods become
+//! Running and Ready, so `status.availableReplicas` of a Deployment is real). Binaries come
+//! from the environment or the cache, or are built with Go from the pinned modules in
+//! `controlplane/` (see [`binaries`]).
+//!
+//! ```no_run
+//! # async fn demo() -> anyhow::Result<()> {
+//! let cp = testcluster::ControlPlane::start(testcluster::Options::default()).await?;
+//! let client = cp.client().await?;
+//! testcluster::install_crd(&client, "manifests/crd.yaml").await?;
+//! // … test against `client`; dropping `cp` stops every process.
+//! # Ok(()) }
+//! ```
+//!
+//! Every listener binds to 127.0.0.1 on a free port. Each run gets a fresh data directory
+//! (`$TMPDIR/sample-controller-rs-<pid>-<random>`) with certificates, an admin token, the
+//! admin kubeconfig (`kubeconfig`), etcd's data and one log file per process (`logs/`).
+//!
+//! Lifetime: dropping a [`ControlPlane`] stops its processes by PID (SIGTERM, then SIGKILL
+//! after 5 s) and removes the data directory, or keeps it and prints its path if the thread
+//! is panicking (a failed test), [`ControlPlane::keep_data_dir`] was called, or
+//! `TESTCLUSTER_KEEP` is set. The processes also die with the process that started them
+//! (`PR_SET_PDEATHSIG`, see the `process` module), which is what stops the [`shared`] control
+//! plane: Rust never drops statics.
+//!
+//! Environment variables:
+//!
+//! | Variable | Effect |
+//! |---|---|
+//! | `TEST_ASSET_ETCD`, `TEST_ASSET_KUBE_APISERVER`, `TEST_ASSET_KUBE_CONTROLLER_MANAGER`, `TEST_ASSET_KUBE_SCHEDULER`, `TEST_ASSET_KWOK` | path of a prebuilt binary; wins over everything else |
+//! | `KUBEBUILDER_ASSETS` | directory with prebuilt binaries (envtest layout); used for those present |
+//! | `XDG_CACHE_HOME` (else `$HOME/.cache`) | base of the binary cache and of the `cluster up` state |
+//! | `TMPDIR` | base of the temporary data directories |
+//! | `TESTCLUSTER_KEEP` | non-empty: keep every data directory (logs) after the run |
+//! | `GOPROXY`, `GOFLAGS`, `GOCACHE`, … | passed to `go build` unchanged |
+
+mod args;
+pub mod binaries;
+mod pki;
+mod process;
+
+use std::fs;
+use std::future::Future;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, anyhow, bail};
+use k8s_openapi::api::core::v1::{Node, ServiceAccount};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::serde::Deserialize;
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::runtime::wait::{await_condition, conditions};
+
+pub use binaries::Binary;
+pub use process::RecordedProcess;
+
+use pki::Pki;
+use process::Process;
+
+/// Name of the fake node managed by kwok.
+pub const KWOK_NODE_NAME: &str = "kwok-node-0";
+
+/// Time allowed for kube-apiserver to become ready (slow on a loaded 2-core machine).
+const APISERVER_TIMEOUT: Duration = Duration::from_secs(180);
+/// Time allowed for each of the other components to become ready.
+const COMPONENT_TIMEOUT: Duration = Duration::from_secs(90);
+/// How long each process gets between SIGTERM and SIGKILL.
+const STOP_GRACE: Duration = Duration::from_secs(5);
+
+/// What to start.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Start kube-controller-manager (all default controllers).
+    pub controller_manager: bool,
+    /// Start kube-scheduler and kwok, and create the fake node [`KWOK_NODE_NAME`].
+    pub scheduler_and_kwok: bool,
+    /// Data directory to use instead of a fresh temporary one. It must not hold a previous
+    /// run, and it is never removed by the harness.
+    pub data_dir: Option<PathBuf>,
+    /// Start the processes in their own session so they outlive this process (for
+    /// `cargo xtask cluster up`); see [`ControlPlane::detach`].
+    pub detached: bool,
+}
+
+impl Default for Options {
+    /// Everything: etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok.
+    fn default() -> Self {
+        Options {
+            controller_manager: true,
+            scheduler_and_kwok: true,
+            data_dir: None,
+            detached: false,
+        }
+    }
+}
+
+impl Options {
+    /// Only etcd and kube-apiserver (like envtest): no ReplicaSets, Pods or garbage collection.
+    pub fn api_server_only() -> Self {
+        Options {
+            controller_manager: false,
+            scheduler_and_kwok: false,
+            ..Options::default()
+        }
+    }
+
+    /// The binaries these options need, in start order.
+    pub fn binaries(&self) -> Vec<Binary> {
+        let mut list = vec![Binary::Etcd, Binary::KubeApiserver];
+        if self.controller_manager {
+            list.push(Binary::KubeControllerManager);
+        }
+        if self.scheduler_and_kwok {
+            list.extend([Binary::KubeScheduler, Binary::Kwok]);
+        }
+        list
+    }
+}
+
+/// A running control plane. Dropping it stops every process it started.
+pub struct ControlPlane {
+    data_dir: PathBuf,
+    /// The data directory is a temporary one created by [`ControlPlane::start`].
+    temporary: bool,
+    keep: AtomicBool,
+    detached: bool,
+    kubeconfig: PathBuf,
+    server: String,
+    processes: Vec<Process>,
+}
+
+/// A process died because a port chosen for it was taken in the meantime.
+#[derive(Debug)]
+struct PortInUse(String);
+
+impl std::fmt::Display for PortInUse {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for PortInUse {}
+
+impl ControlPlane {
+    /// Builds missing binaries (see [`binaries`]), starts the processes and waits until they
+    /// are ready: kube-apiserver's `/readyz`; kube-controller-manager's and kube-scheduler's
+    /// `/healthz` and the `default` ServiceAccount; the fake node `Ready`.
+    ///
+    /// If a process dies during start-up, the error holds the last 20 lines of its log; the
+    /// data directory is kept and its path printed.
+    pub async fn start(options: Options) -> Result<ControlPlane> {
+        let wanted = options.binaries();
+        let paths = tokio::task::spawn_blocking(move || {
+            wanted
+                .into_iter()
+                .map(|binary| Ok((binary, binaries::ensure(binary)?)))
+                .collect::<Result<Vec<_>>>()
+        })
+        .await
+        .context("the binary build task panicked")??;
+        let exe = |binary: Binary| -> Result<PathBuf> {
+            paths
+                .iter()
+                .find(|(b, _)| *b == binary)
+                .map(|(_, path)| fs::canonicalize(path).unwrap_or_else(|_| path.clone()))
+                .ok_or_else(|| anyhow!("{binary} was not resolved"))
+        };
+
+        let (data_dir, temporary) = match &options.data_dir {
+            Some(dir) => {
+                fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+                (dir.clone(), false)
+            }
+            None => {
+                sweep_stale_data_dirs();
+                (create_temp_dir()?, true)
+            }
+        };
+        let mut cp = ControlPlane {
+            kubeconfig: data_dir.join("kubeconfig"),
+            data_dir,
+            temporary,
+            keep: AtomicBool::new(false),
+            detached: false,
+            server: String::new(),
+            processes: Vec::new(),
+        };
+        let started = Instant::now();
+        let result = async {
+            let pki = Pki::generate(&cp.data_dir.join("pki"))?;
+            fs::create_dir_all(cp.log_dir())?;
+            for attempt in 1.. {
+                match cp.boot(&options, &pki, &exe).await {
+                    Err(err) if attempt < 3 && err.downcast_ref::<PortInUse>().is_some() => {
+                        eprintln!(
+                            "testcluster: a port was taken while starting ({err:#}); retrying with new ports"
+                        );
+                        process::stop_all(&mut cp.processes, STOP_GRACE);
+                    }
+                    other => return other,
+                }
+            }
+            Ok(())
+        }
+        .await;
+        match result {
+            Ok(()) => {
+                eprintln!(
+                    "testcluster: control plane ready in {:.1}s at {} (kubeconfig {})",
+                    started.elapsed().as_secs_f64(),
+                    cp.server,
+                    cp.kubeconfig.display()
+                );
+                Ok(cp)
+            }
+            Err(err) => {
+                cp.keep_data_dir();
+                let dir = cp.data_dir.clone();
+                drop(cp);
+                Err(err.context(format!(
+                    "starting the control plane failed (data and logs kept in {})",
+                    dir.display()
+                )))
+            }
+        }
+    }
+
+    /// One start attempt with fresh ports.
+    async fn boot(
+        &mut self,
+        options: &Options,
+        pki: &Pki,
+        exe: &dyn Fn(Binary) -> Result<PathBuf>,
+    ) -> Result<()> {
+        let [etcd, etcd_peer, apiserver, controller_manager, scheduler] = free_ports()?;
+        let ports = args::Ports {
+            etcd,
+            etcd_peer,
+            apiserver,
+            controller_manager,
+            scheduler,
+        };
+        let detached = options.detached;
+
+        let etcd_dir = self.data_dir.join("etcd");
+        if etcd_dir.exists() {
+            fs::remove_dir_all(&etcd_dir)?;
+        }
+        self.spawn(
+            Binary::Etcd,
+            exe,
+            args::etcd(&etcd_dir, &ports),
+            &[],
+            detached,
+        )?;
+
+        self.server = format!("https://127.0.0.1:{}", ports.apiserver);
+        pki.write_kubeconfig(&self.kubeconfig, &self.server)?;
+        let apiserver_args = args::kube_apiserver(pki, &ports, options.controller_manager);
+        self.spawn(Binary::KubeApiserver, exe, apiserver_args, &[], detached)?;
+        let client = self.client().await?;
+        self.wait_for("kube-apiserver /readyz", APISERVER_TIMEOUT, || {
+            get_ok(&client, "/readyz")
+        })
+        .await?;
+
+        let kubeconfig = self.kubeconfig.clone();
+        if options.controller_manager {
+            let kcm_args =
+                args::kube_controller_manager(pki, &kubeconfig, ports.controller_manager);
+            self.spawn(Binary::KubeControllerManager, exe, kcm_args, &[], detached)?;
+        }
+        if options.scheduler_and_kwok {
+            let scheduler_args = args::kube_scheduler(pki, &kubeconfig, ports.scheduler);
+            self.spawn(Binary::KubeScheduler, exe, scheduler_args, &[], detached)?;
+            let stages = self.data_dir.join("kwok-stages.yaml");
+            fs::write(&stages, binaries::kwok_stages()?)?;
+            // kwok also loads ~/.kwok/kwok.yaml if it exists; give it an empty home.
+            let kwok_home = self.data_dir.join("kwok-home");
+            fs::create_dir_all(&kwok_home)?;
+            let kwok_args = args::kwok(&kubeconfig, &stages);
+            self.spawn(
+                Binary::Kwok,
+                exe,
+                kwok_args,
+                &[("HOME", &kwok_home)],
+                detached,
+            )?;
+            create_fake_node(&client).await?;
+        }
+
+        if options.controller_manager {
+            let kcm = self.component_client(ports.controller_manager).await?;
+            self.wait_for(
+                "kube-controller-manager /healthz",
+                COMPONENT_TIMEOUT,
+                || get_ok(&kcm, "/healthz"),
+            )
+            .await?;
+            let service_accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), "default");
+            let service_accounts = &service_accounts;
+            self.wait_for(
+                "the default ServiceAccount (kube-controller-manager)",
+                COMPONENT_TIMEOUT,
+                || async move { Ok(service_accounts.get_opt("default").await?.is_some()) },
+            )
+            .await?;
+        }
+        if options.scheduler_and_kwok {
+            let scheduler = self.component_client(ports.scheduler).await?;
+            self.wait_for("kube-scheduler /healthz", COMPONENT_TIMEOUT, || {
+                get_ok(&scheduler, "/healthz")
+            })
+            .await?;
+            let nodes: Api<Node> = Api::all(client.clone());
+            let nodes = &nodes;
+            self.wait_for(
+                &format!("node {KWOK_NODE_NAME} Ready (kwok)"),
+                COMPONENT_TIMEOUT,
+                || async move { Ok(node_is_ready(&nodes.get(KWOK_NODE_NAME).await?)) },
+            )
+            .await?;
+        }
+        Ok(())
+    }
+
+    /// Starts `binary` (path from `exe`) with its log in the log directory and records it.
+    fn spawn(
+        &mut self,
+        binary: Binary,
+        exe: &dyn Fn(Binary) -> Result<PathBuf>,
+        args: Vec<String>,
+        envs: &[(&str, &Path)],
+        detached: bool,
+    ) -> Result<()> {
+        let log = self.log_dir().join(format!("{binary}.log"));
+        let process = process::spawn(binary.name(), &exe(binary)?, &args, envs, &log, detached)?;
+        self.processes.push(process);
+        process::write_record(&self.data_dir, &self.recorded())
+    }
+
+    /// Polls `check` every 250 ms until it returns `Ok(true)`, failing early if a process dies.
+    async fn wait_for<F, Fut>(&mut self, what: &str, timeout: Duration, mut check: F) -> Result<()>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<bool>>,
+    {
+        let deadline = Instant::now() + timeout;
+        let mut last_error = None;
+        loop {
+            for process in &mut self.processes {
+                if let Some(status) = process.exited() {
+                    let err = process.died_error(&status);
+                    if process.failed_to_bind() {
+                        return Err(anyhow::Error::new(PortInUse(format!("{err:#}"))));
+                    }
+                    return Err(err);
+                }
+            }
+            // Kube clients have no read timeout by default; never let one probe hang.
+            match tokio::time::timeout(Duration::from_secs(10), check()).await {
+                Ok(Ok(true)) => return Ok(()),
+                Ok(Ok(false)) => {}
+                Ok(Err(err)) => last_error = Some(err),
+                Err(_) => last_error = Some(anyhow!("no answer within 10s")),
+            }
+            if Instant::now() > deadline {
+                let last = last_error.map(|e| format!("{e:#}")).unwrap_or_default();
+                bail!(
+                    "timed out after {}s waiting for {what} (last error: {last}); logs in {}",
+                    timeout.as_secs(),
+                    self.log_dir().display()
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+    }
+
+    /// A client for `https://127.0.0.1:<port>` with the admin credentials and CA (for the
+    /// health endpoints of kube-controller-manager and kube-scheduler).
+    async fn component_client(&self, port: u16) -> Result<kube::Client> {
+        let mut config = kube_config(&self.kubeconfig).await?;
+        config.cluster_url = format!("https://127.0.0.1:{port}").parse()?;
+        Ok(kube::Client::try_from(config)?)
+    }
+
+    /// Path of the admin kubeconfig (`<data dir>/kubeconfig`; user in group system:masters).
+    pub fn kubeconfig_path(&self) -> &Path {
+        &self.kubeconfig
+    }
+
+    /// URL of kube-apiserver, e.g. `https://127.0.0.1:41234`.
+    pub fn server_url(&self) -> &str {
+        &self.server
+    }
+
+    /// The data directory (certificates, kubeconfig, etcd data, logs).
+    pub fn data_dir(&self) -> &Path {
+        &self.data_dir
+    }
+
+    /// Directory with one `<binary>.log` per process.
+    pub fn log_dir(&self) -> PathBuf {
+        self.data_dir.join("logs")
+    }
+
+    /// A new admin client. Create one per test (or per tokio runtime): a client keeps
+    /// background tasks on the runtime that created it.
+    pub async fn client(&self) -> Result<kube::Client> {
+        Ok(kube::Client::try_from(
+            kube_config(&self.kubeconfig).await?,
+        )?)
+    }
+
+    /// The running processes (name, PID, binary), in start order.
+    pub fn processes(&self) -> Vec<RecordedProcess> {
+        self.recorded()
+    }
+
+    /// Keeps the data directory when this control plane is dropped (e.g. before returning an
+    /// error from a test), and prints its path then.
+    pub fn keep_data_dir(&self) {
+        self.keep.store(true, Ordering::Relaxed);
+    }
+
+    /// Leaves the processes running and forgets them (for `cargo xtask cluster up`); they
+    /// stay recorded in `<data dir>/pids.json` for [`stop_recorded`]. Only meaningful with
+    /// [`Options::detached`]; otherwise they still die with this process.
+    pub fn detach(mut self) -> Vec<RecordedProcess> {
+        self.detached = true;
+        self.recorded()
+    }
+
+    fn recorded(&self) -> Vec<RecordedProcess> {
+        self.processes
+            .iter()
+            .map(|p| RecordedProcess {
+                name: p.name.clone(),
+                pid: p.pid(),
+                exe: p.exe.clone(),
+                start_time: p.start_time,
+            })
+            .collect()
+    }
+}
+
+impl Drop for ControlPlane {
+    fn drop(&mut self) {
+        if self.detached {
+            return;
+        }
+        process::stop_all(&mut self.processes, STOP_GRACE);
+        let _ = process::write_record(&self.data_dir, &[]);
+        let keep = std::thread::panicking()
+            || self.keep.load(Ordering::Relaxed)
+            || std::env::var_os("TESTCLUSTER_KEEP").is_some_and(|v| !v.is_empty());
+        if keep {
+            eprintln!(
+                "testcluster: control-plane data and logs kept in {}",
+                self.data_dir.display()
+            );
+        } else if self.temporary {
+            let _ = fs::remove_dir_all(&self.data_dir);
+        }
+    }
+}
+
+/// A control plane shared by all tests of one test binary, started on first use with
+/// [`Options::default`].
+///
+/// It is never dropped (Rust does not drop statics): its processes are killed by the kernel
+/// when the test process exits (`PR_SET_PDEATHSIG`), and its data directory, marked as
+/// shared, is removed by the next run's start. Its path is printed once. A failed start is
+/// remembered, so later tests fail fast with the same error.
+pub async fn shared() -> Result<&'static ControlPlane> {
+    static SHARED: tokio::sync::OnceCell<Result<ControlPlane, String>> =
+        tokio::sync::OnceCell::const_new();
+    let result = SHARED
+        .get_or_init(|| async {
+            let cp = ControlPlane::start(Options::default())
+                .await
+                .map_err(|err| format!("{err:#}"))?;
+            // Marker for sweep_stale_data_dirs: removable once this process is gone.
+            fs::write(cp.data_dir.join(".shared"), b"")
+                .map_err(|err| format!("marking the shared data dir: {err}"))?;
+            binaries::progress(&format!(
+                "shared control plane for this test binary: logs in {} (removed by the next run)",
+                cp.log_dir().display()
+            ));
+            Ok(cp)
+        })
+        .await;
+    result
+        .as_ref()
+        .map_err(|err| anyhow!("the shared control plane failed to start: {err}"))
+}
+
+/// Applies every CustomResourceDefinition in a YAML file (server-side apply) and waits until
+/// each is Established.
+pub async fn install_crd(client: &kube::Client, crd_yaml_path: impl AsRef<Path>) -> Result<()> {
+    let path = crd_yaml_path.as_ref();
+    let yaml =
+        fs::read_to_string(path).with_context(|| format!("reading CRD file {}", path.display()))?;
+    install_crd_yaml(client, &yaml)
+        .await
+        .with_context(|| format!("installing {}", path.display()))
+}
+
+/// Like [`install_crd`], from YAML text (one or more `---`-separated CRDs).
+pub async fn install_crd_yaml(client: &kube::Client, yaml: &str) -> Result<()> {
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    for document in serde_yaml::Deserializer::from_str(yaml) {
+        let value = serde_yaml::Value::deserialize(document)?;
+        if value.is_null() {
+            continue;
+        }
+        let crd: CustomResourceDefinition = serde_yaml::from_value(value)?;
+        let name = crd
+            .metadata
+            .name
+            .clone()
+            .ok_or_else(|| anyhow!("a CustomResourceDefinition has no metadata.name"))?;
+        api.patch(
+            &name,
+            &PatchParams::apply("testcluster").force(),
+            &Patch::Apply(&crd),
+        )
+        .await
+        .with_context(|| format!("applying CRD {name}"))?;
+        let established = await_condition(api.clone(), &name, conditions::is_crd_established());
+        tokio::time::timeout(Duration::from_secs(30), established)
+            .await
+            .with_context(|| format!("CRD {name} not Established within 30s"))??;
+    }
+    Ok(())
+}
+
+/// `${XDG_CACHE_HOME:-$HOME/.cache}/sample-controller-rs/cluster`: data directory of the
+/// long-running cluster of `cargo xtask cluster up` (kubeconfig, logs, `pids.json`).
+pub fn cluster_dir() -> Result<PathBuf> {
+    Ok(binaries::cache_dir()?.join("cluster"))
+}
+
+/// The processes recorded in `<dir>/pids.json` (empty if there is none).
+pub fn recorded_processes(dir: &Path) -> Result<Vec<RecordedProcess>> {
+    Ok(process::read_record(dir)?
+        .map(|(_, processes)| processes)
+        .unwrap_or_default())
+}
+
+/// Stops the processes recorded in `<dir>/pids.json` (SIGTERM, then SIGKILL after 5 s),
+/// skipping processes that are already gone. Returns how many were running.
+pub fn stop_recorded(dir: &Path) -> Result<usize> {
+    let processes = recorded_processes(dir)?;
+    let running = processes.iter().filter(|p| p.is_running()).count();
+    process::stop_recorded(&processes, STOP_GRACE);
+    Ok(running)
+}
+
+/// A kube client for the kubeconfig at `path` (its current context).
+pub async fn client_for_kubeconfig(path: &Path) -> Result<kube::Client> {
+    Ok(kube::Client::try_from(kube_config(path).await?)?)
+}
+
+async fn kube_config(path: &Path) -> Result<kube::Config> {
+    let kubeconfig = Kubeconfig::read_from(path)
+        .with_context(|| format!("reading kubeconfig {}", path.display()))?;
+    Ok(kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await?)
+}
+
+/// `GET path` answered with `ok`.
+async fn get_ok(client: &kube::Client, path: &str) -> Result<bool> {
+    let request = http::Request::get(path).body(Vec::new())?;
+    Ok(client.request_text(request).await?.trim() == "ok")
+}
+
+/// Creates the node kwok manages (selected by its annotation). No taint, so ordinary
+/// Deployments (like the sample-controller's nginx) are scheduled onto it.
+async fn create_fake_node(client: &kube::Client) -> Result<()> {
+    let resources = serde_json::json!({ "cpu": "32", "memory": "256Gi", "pods": "110" });
+    let node: Node = serde_json::from_value(serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": KWOK_NODE_NAME,
+            "annotations": {
+                "kwok.x-k8s.io/node": "fake",
+                "node.alpha.kubernetes.io/ttl": "0",
+            },
+            "labels": {
+                "kubernetes.io/arch": "amd64",
+                "kubernetes.io/hostname": KWOK_NODE_NAME,
+                "kubernetes.io/os": "linux",
+                "kubernetes.io/role": "agent",
+                "node-role.kubernetes.io/agent": "",
+                "type": "kwok",
+            },
+        },
+        "status": { "allocatable": resources, "capacity": resources },
+    }))?;
+    let nodes: Api<Node> = Api::all(client.clone());
+    match nodes.create(&PostParams::default(), &node).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(status)) if status.code == 409 => Ok(()),
+        Err(err) => Err(err).context("creating the kwok node"),
+    }
+}
+
+fn node_is_ready(node: &Node) -> bool {
+    node.status
+        .as_ref()
+        .and_then(|status| status.conditions.as_ref())
+        .is_some_and(|conditions| {
+            conditions
+                .iter()
+                .any(|c| c.type_ == "Ready" && c.status == "True")
+        })
+}
+
+/// `N` distinct free loopback ports. The listeners are held until all are chosen, so the
+/// ports differ; another process may still take one before it is used (then start retries).
+fn free_ports<const N: usize>() -> Result<[u16; N]> {
+    let listeners = (0..N)
+        .map(|_| TcpListener::bind("127.0.0.1:0"))
+        .collect::<std::io::Result<Vec<_>>>()
+        .context("binding 127.0.0.1:0 to find a free port")?;
+    let mut ports = [0u16; N];
+    for (port, listener) in ports.iter_mut().zip(&listeners) {
+        *port = listener.local_addr()?.port();
+    }
+    Ok(ports)
+}
+
+/// Prefix of temporary data directories.
+const TEMP_PREFIX: &str = "sample-controller-rs-";
+
+fn create_temp_dir() -> Result<PathBuf> {
+    use std::os::unix::fs::DirBuilderExt;
+    let base = std::env::temp_dir();
+    for _ in 0..10 {
+        let dir = base.join(format!(
+            "{TEMP_PREFIX}{}-{}",
+            std::process::id(),
+            pki::random_hex(4)?
+        ));
+        match fs::DirBuilder::new().mode(0o700).create(&dir) {
+            Ok(()) => return Ok(dir),
+            Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(err) => return Err(err).with_context(|| format!("creating {}", dir.display())),
+        }
+    }
+    bail!(
+        "could not create a temporary directory in {}",
+        base.display()
+    )
+}
+
+/// Cleans up after test processes that are gone: stops any process they recorded that is
+/// still running (normally the death signal already did), and removes their data directory
+/// if it belonged to a [`shared`] control plane. Kept directories of failed runs stay.
+fn sweep_stale_data_dirs() {
+    let Ok(entries) = fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let dir = entry.path();
+        let is_ours = entry
+            .file_name()
+            .to_str()
+            .is_some_and(|name| name.starts_with(TEMP_PREFIX));
+        if !is_ours {
+            continue;
+        }
+        let Ok(Some((owner, processes))) = process::read_record(&dir) else {
+            continue;
+        };
+        if process::pid_exists(owner) {
+            continue;
+        }
+        process::stop_recorded(&processes, STOP_GRACE);
+        if dir.join(".shared").exists() {
+            let _ = fs::remove_dir_all(&dir);
+        }
+    }
+}

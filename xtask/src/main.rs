@@ -1,0 +1,223 @@
+//! Repository automation, run as `cargo xtask <command>` (alias in `.cargo/config.toml`).
+//!
+//! * `cargo xtask cluster build`: build the missing control-plane binaries into the cache.
+//! * `cargo xtask cluster up`: start a control plane in the background (kubeconfig in
+//!   `~/.cache/sample-controller-rs/cluster/kubeconfig`) and install `manifests/crd.yaml`.
+//! * `cargo xtask cluster status` / `cluster down`.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::{Parser, Subcommand};
+use k8s_openapi::api::core::v1::Node;
+use kube::api::{Api, ListParams};
+use testcluster::{Binary, ControlPlane, Options};
+
+#[derive(Parser)]
+#[command(name = "cargo xtask", about = "Automation for sample-controller-rs")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Local Kubernetes control plane on 127.0.0.1 (no Docker needed; Go builds the binaries).
+    #[command(subcommand)]
+    Cluster(ClusterCommand),
+    /// Same as `cluster build`.
+    BuildCluster,
+    // Further commands (`demo`, `test`) go here, each with a handler in `main`.
+}
+
+#[derive(Subcommand)]
+enum ClusterCommand {
+    /// Build the missing binaries (etcd, kube-apiserver, kube-controller-manager,
+    /// kube-scheduler, kwok) into ~/.cache/sample-controller-rs/bin.
+    Build {
+        /// Only these binaries (default: all).
+        binaries: Vec<Binary>,
+    },
+    /// Start the control plane in the background and print `export KUBECONFIG=…`.
+    Up {
+        /// Do not start kube-scheduler and kwok (no fake node: Pods stay Pending).
+        #[arg(long)]
+        no_kwok: bool,
+        /// Only etcd and kube-apiserver (implies --no-kwok).
+        #[arg(long)]
+        api_server_only: bool,
+    },
+    /// Stop the background control plane and delete its state.
+    Down,
+    /// Say whether the background control plane is running and reachable.
+    Status,
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Cluster(ClusterCommand::Build { binaries }) => build(&binaries),
+        Command::BuildCluster => build(&[]),
+        Command::Cluster(ClusterCommand::Up {
+            no_kwok,
+            api_server_only,
+        }) => up(no_kwok || api_server_only, api_server_only).await,
+        Command::Cluster(ClusterCommand::Down) => down(),
+        Command::Cluster(ClusterCommand::Status) => status().await,
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The repository root (parent of `xtask/`).
+fn repo_root() -> PathBuf {
+    let xtask_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    xtask_dir.parent().unwrap_or(xtask_dir).to_path_buf()
+}
+
+fn build(binaries: &[Binary]) -> Result<()> {
+    let binaries = if binaries.is_empty() {
+        &Binary::ALL[..]
+    } else {
+        binaries
+    };
+    for &binary in binaries {
+        let path = testcluster::binaries::ensure(binary)?;
+        println!(
+            "{:<24} {:<8} {}",
+            binary.name(),
+            binary.version(),
+            path.display()
+        );
+    }
+    Ok(())
+}
+
+async fn up(no_kwok: bool, api_server_only: bool) -> Result<()> {
+    let dir = testcluster::cluster_dir()?;
+    let kubeconfig = dir.join("kubeconfig");
+    if testcluster::recorded_processes(&dir)?
+        .iter()
+        .any(|p| p.is_running())
+    {
+        println!("The cluster is already up (`cargo xtask cluster status` for details).");
+        println!("export KUBECONFIG={}", kubeconfig.display());
+        return Ok(());
+    }
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir)
+            .with_context(|| format!("removing the stale state in {}", dir.display()))?;
+    }
+
+    let mut scheduler_and_kwok = !no_kwok;
+    if scheduler_and_kwok {
+        // kube-scheduler and kwok are optional here: without them Pods stay Pending.
+        let ensured = tokio::task::spawn_blocking(|| {
+            testcluster::binaries::ensure(Binary::KubeScheduler)?;
+            testcluster::binaries::ensure(Binary::Kwok)
+        })
+        .await?;
+        if let Err(err) = ensured {
+            eprintln!(
+                "warning: starting without kube-scheduler and kwok (Pods will stay Pending): {err:#}"
+            );
+            scheduler_and_kwok = false;
+        }
+    }
+    let cp = ControlPlane::start(Options {
+        controller_manager: !api_server_only,
+        scheduler_and_kwok,
+        data_dir: Some(dir.clone()),
+        detached: true,
+    })
+    .await?;
+
+    let crd = repo_root().join("manifests/crd.yaml");
+    if crd.is_file() {
+        let client = cp.client().await?;
+        match testcluster::install_crd(&client, &crd).await {
+            Ok(()) => println!("Installed {}", crd.display()),
+            Err(err) => eprintln!("warning: the cluster is up, but {err:#}"),
+        }
+    }
+
+    let log_dir = cp.log_dir();
+    let server = cp.server_url().to_string();
+    let processes = cp.detach();
+    println!(
+        "Control plane running at {server} (logs in {}):",
+        log_dir.display()
+    );
+    for p in &processes {
+        println!("  {:<24} pid {}", p.name, p.pid);
+    }
+    println!("Stop it with `cargo xtask cluster down`. To use it:");
+    println!("export KUBECONFIG={}", kubeconfig.display());
+    Ok(())
+}
+
+fn down() -> Result<()> {
+    let dir = testcluster::cluster_dir()?;
+    if !dir.exists() {
+        println!("No cluster state in {}: nothing to stop.", dir.display());
+        return Ok(());
+    }
+    let stopped = testcluster::stop_recorded(&dir)?;
+    std::fs::remove_dir_all(&dir).with_context(|| format!("removing {}", dir.display()))?;
+    println!(
+        "Stopped {stopped} process(es) and removed {}.",
+        dir.display()
+    );
+    Ok(())
+}
+
+async fn status() -> Result<()> {
+    let dir = testcluster::cluster_dir()?;
+    let processes = testcluster::recorded_processes(&dir)?;
+    if processes.is_empty() {
+        anyhow::bail!("the cluster is not up (start it with `cargo xtask cluster up`)");
+    }
+    let mut all_running = true;
+    for p in &processes {
+        let state = if p.is_running() { "running" } else { "gone" };
+        all_running &= p.is_running();
+        println!("  {:<24} pid {:<8} {state}", p.name, p.pid);
+    }
+    let kubeconfig = dir.join("kubeconfig");
+    let client = testcluster::client_for_kubeconfig(&kubeconfig).await?;
+    let request = http::Request::get("/readyz").body(Vec::new())?;
+    let ready = tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        client.request_text(request),
+    )
+    .await;
+    match ready {
+        Ok(Ok(body)) if body.trim() == "ok" => {}
+        Ok(Ok(body)) => anyhow::bail!("kube-apiserver is not ready: {body}"),
+        Ok(Err(err)) => anyhow::bail!("kube-apiserver is not reachable: {err}"),
+        Err(_) => anyhow::bail!("kube-apiserver did not answer /readyz within 10s"),
+    }
+    let nodes: Api<Node> = Api::all(client);
+    let node_names: Vec<String> = nodes
+        .list(&ListParams::default())
+        .await?
+        .items
+        .into_iter()
+        .filter_map(|n| n.metadata.name)
+        .collect();
+    println!("kube-apiserver is ready; nodes: {node_names:?}");
+    println!("export KUBECONFIG={}", kubeconfig.display());
+    if !all_running {
+        anyhow::bail!(
+            "some processes are gone; restart with `cargo xtask cluster down && cargo xtask cluster up`"
+        );
+    }
+    Ok(())
+}
