@@ -4,6 +4,10 @@
 //! * `cargo xtask cluster up`: start a control plane in the background (kubeconfig in
 //!   `~/.cache/sample-controller-rs/cluster/kubeconfig`) and install `manifests/crd.yaml`.
 //! * `cargo xtask cluster status` / `cluster down`.
+//! * `cargo xtask demo`: step 7 and the example Foo, on your cluster or a local one.
+//! * `cargo xtask test`: the README's test command.
+
+mod demo;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -28,7 +32,10 @@ enum Command {
     Cluster(ClusterCommand),
     /// Same as `cluster build`.
     BuildCluster,
-    // Further commands (`demo`, `test`) go here, each with a handler in `main`.
+    /// Run the controller against a cluster (yours, or a local one) and watch a Foo converge.
+    Demo,
+    /// Every test: builds the control plane if needed, then `cargo test --workspace`.
+    Test,
 }
 
 #[derive(Subcommand)]
@@ -66,6 +73,8 @@ async fn main() -> ExitCode {
         }) => up(no_kwok || api_server_only, api_server_only).await,
         Command::Cluster(ClusterCommand::Down) => down(),
         Command::Cluster(ClusterCommand::Status) => status().await,
+        Command::Demo => demo::demo().await,
+        Command::Test => test(),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -80,6 +89,27 @@ async fn main() -> ExitCode {
 fn repo_root() -> PathBuf {
     let xtask_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
     xtask_dir.parent().unwrap_or(xtask_dir).to_path_buf()
+}
+
+/// The README's test command: the control-plane binaries first (so their
+/// build shows its progress), then every test of the workspace.
+fn test() -> Result<()> {
+    println!(
+        "==> Control-plane binaries (built once into ~/.cache/sample-controller-rs; a first build takes 15-20 minutes on 2 cores)"
+    );
+    build(&[])?;
+    println!(
+        "==> cargo test --workspace (unit, mock API server, end-to-end against the local control plane)"
+    );
+    let status = std::process::Command::new(env!("CARGO"))
+        .args(["test", "--workspace"])
+        .current_dir(repo_root())
+        .status()
+        .context("running cargo test")?;
+    if !status.success() {
+        anyhow::bail!("cargo test --workspace failed");
+    }
+    Ok(())
 }
 
 fn build(binaries: &[Binary]) -> Result<()> {
