@@ -278,6 +278,7 @@ mod tests {
         })
     }
 
+    // ANCHOR: test_creates_deployment
     #[tokio::test]
     async fn creates_a_deployment_for_a_new_foo_and_writes_its_status() {
         // Go: TestCreatesDeployment
@@ -308,6 +309,7 @@ mod tests {
         drop(c);
         api.await.unwrap();
     }
+    // ANCHOR_END: test_creates_deployment
 
     #[tokio::test]
     async fn does_nothing_but_write_status_when_the_deployment_matches() {
@@ -388,6 +390,7 @@ mod tests {
         api.await.unwrap();
     }
 
+    // ANCHOR: test_not_controlled
     #[tokio::test]
     async fn refuses_a_deployment_it_does_not_control_and_writes_nothing() {
         // Go: TestNotControlledByUs. The only request is the Warning Event.
@@ -415,6 +418,7 @@ mod tests {
         drop(c);
         api.await.unwrap();
     }
+    // ANCHOR_END: test_not_controlled
 
     #[tokio::test]
     async fn an_empty_deployment_name_is_logged_and_not_retried() {

@@ -17,6 +17,7 @@ use serde_json::Value;
 
 use crate::{Foo, FooSpec};
 
+// ANCHOR: mock_client
 /// The API server side of a mock client.
 pub struct ApiServer(tower_test::mock::Handle<Request<Body>, Response<Body>>);
 
@@ -38,6 +39,7 @@ pub fn mock_client() -> (Client, ApiServer) {
     let (service, handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
     (Client::new(service, "default"), ApiServer(handle))
 }
+// ANCHOR_END: mock_client
 
 impl ApiServer {
     /// Waits (at most 5 s) for the next request, checks its method and path,
@@ -158,6 +160,7 @@ pub fn stored(mut deployment: Deployment, available: i32) -> Deployment {
     deployment
 }
 
+// ANCHOR: cache
 /// A synced cache holding `objects`.
 pub fn cache<K>(objects: impl IntoIterator<Item = K>) -> Store<K>
 where
@@ -172,3 +175,4 @@ where
     writer.apply_watcher_event(&watcher::Event::InitDone);
     store
 }
+// ANCHOR_END: cache

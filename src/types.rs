@@ -83,8 +83,10 @@ pub struct FooStatus {
 }
 // ANCHOR_END: foo
 
+// ANCHOR: no_default
 /// Drops the `default` that schemars derives from `#[serde(default)]`: the API
 /// server would otherwise store the default in every Foo, which Go's CRD does not.
 fn no_default(schema: &mut schemars::Schema) {
     schema.remove("default");
 }
+// ANCHOR_END: no_default

@@ -26,6 +26,9 @@ pub const KUBERNETES_VERSION: &str = "v1.36.3";
 pub const ETCD_VERSION: &str = "v3.6.16";
 /// kwok version (must match `controlplane/kwok/go.mod`).
 pub const KWOK_VERSION: &str = "v0.8.0";
+/// Go sample-controller version, the original this project ports (must match
+/// `controlplane/sample-controller/go.mod`).
+pub const SAMPLE_CONTROLLER_VERSION: &str = "v0.36.3";
 
 /// One of the programs the control plane is made of.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -40,16 +43,19 @@ pub enum Binary {
     KubeScheduler,
     /// kwok controller (fakes a node and makes its Pods Running and Ready).
     Kwok,
+    /// The Go sample-controller itself, for the parity tests and benchmarks.
+    SampleController,
 }
 
 impl Binary {
     /// All binaries, in build and start order.
-    pub const ALL: [Binary; 5] = [
+    pub const ALL: [Binary; 6] = [
         Binary::Etcd,
         Binary::KubeApiserver,
         Binary::KubeControllerManager,
         Binary::KubeScheduler,
         Binary::Kwok,
+        Binary::SampleController,
     ];
 
     /// File name of the binary, e.g. `kube-apiserver`.
@@ -60,6 +66,7 @@ impl Binary {
             Binary::KubeControllerManager => "kube-controller-manager",
             Binary::KubeScheduler => "kube-scheduler",
             Binary::Kwok => "kwok",
+            Binary::SampleController => "sample-controller",
         }
     }
 
@@ -68,6 +75,7 @@ impl Binary {
         match self.component() {
             "etcd" => ETCD_VERSION,
             "kwok" => KWOK_VERSION,
+            "sample-controller" => SAMPLE_CONTROLLER_VERSION,
             _ => KUBERNETES_VERSION,
         }
     }
@@ -80,6 +88,7 @@ impl Binary {
             Binary::KubeControllerManager => "TEST_ASSET_KUBE_CONTROLLER_MANAGER",
             Binary::KubeScheduler => "TEST_ASSET_KUBE_SCHEDULER",
             Binary::Kwok => "TEST_ASSET_KWOK",
+            Binary::SampleController => "TEST_ASSET_SAMPLE_CONTROLLER",
         }
     }
 
@@ -88,6 +97,7 @@ impl Binary {
         match self {
             Binary::Etcd => "etcd",
             Binary::Kwok => "kwok",
+            Binary::SampleController => "sample-controller",
             _ => "kubernetes",
         }
     }
@@ -100,6 +110,7 @@ impl Binary {
             Binary::KubeControllerManager => "k8s.io/kubernetes/cmd/kube-controller-manager",
             Binary::KubeScheduler => "k8s.io/kubernetes/cmd/kube-scheduler",
             Binary::Kwok => "sigs.k8s.io/kwok/cmd/kwok",
+            Binary::SampleController => "k8s.io/sample-controller",
         }
     }
 
@@ -134,6 +145,7 @@ impl Binary {
             Binary::KubeControllerManager => "~2.5 minutes after kube-apiserver",
             Binary::KubeScheduler => "~10 seconds after kube-apiserver",
             Binary::Kwok => "~4 minutes",
+            Binary::SampleController => "~3 minutes",
         }
     }
 }
@@ -433,6 +445,7 @@ mod tests {
             (Binary::KubeApiserver, "k8s.io/kubernetes"),
             (Binary::Etcd, "go.etcd.io/etcd/server/v3"),
             (Binary::Kwok, "sigs.k8s.io/kwok"),
+            (Binary::SampleController, "k8s.io/sample-controller"),
         ] {
             let go_mod = controlplane_dir().join(binary.component()).join("go.mod");
             let text = fs::read_to_string(&go_mod).expect("read go.mod");

@@ -331,6 +331,32 @@ impl ControlPlane {
         Ok(())
     }
 
+    /// Stops kube-apiserver and starts it again with the same flags (same port, same etcd),
+    /// then waits until it is ready: for tests of how clients live through an API server
+    /// restart. Its new log is `kube-apiserver-restarted.log`.
+    pub async fn restart_apiserver(&mut self) -> Result<()> {
+        let index = self
+            .processes
+            .iter()
+            .position(|p| p.name == Binary::KubeApiserver.name())
+            .ok_or_else(|| anyhow!("kube-apiserver is not running"))?;
+        let old = self.processes.remove(index);
+        let (exe, args) = (old.exe.clone(), old.args.clone());
+        process::stop_all(&mut vec![old], STOP_GRACE);
+        let log = self.log_dir().join("kube-apiserver-restarted.log");
+        let name = Binary::KubeApiserver.name();
+        let restarted = process::spawn(name, &exe, &args, &[], &log, self.detached)?;
+        self.processes.insert(index, restarted);
+        process::write_record(&self.data_dir, &self.recorded())?;
+        let client = self.client().await?;
+        self.wait_for(
+            "kube-apiserver /readyz after a restart",
+            APISERVER_TIMEOUT,
+            || get_ok(&client, "/readyz"),
+        )
+        .await
+    }
+
     /// Starts `binary` (path from `exe`) with its log in the log directory and records it.
     fn spawn(
         &mut self,

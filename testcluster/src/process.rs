@@ -35,6 +35,8 @@ pub(crate) struct Process {
     pub child: Child,
     /// Path of the binary.
     pub exe: PathBuf,
+    /// Its arguments (to start it again the same way).
+    pub args: Vec<String>,
     /// Log file with stdout and stderr.
     pub log: PathBuf,
     /// Start time, see [`RecordedProcess::start_time`].
@@ -95,6 +97,7 @@ pub(crate) fn spawn(
         start_time: start_time(child.id()),
         child,
         exe: exe.to_path_buf(),
+        args: args.to_vec(),
         log: log.to_path_buf(),
     })
 }

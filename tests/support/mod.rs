@@ -170,7 +170,13 @@ impl Step {
 
     /// Starts a step binary with exactly `args`.
     pub fn start_with_args(bin: &str, args: &[String]) -> Step {
-        let path = match bin {
+        let path = Self::binary(bin);
+        Self::start_program(bin, std::path::Path::new(path), args)
+    }
+
+    /// The path of a step binary.
+    fn binary(bin: &str) -> &'static str {
+        match bin {
             "step-1" => env!("CARGO_BIN_EXE_step-1"),
             "step-2" => env!("CARGO_BIN_EXE_step-2"),
             "step-3" => env!("CARGO_BIN_EXE_step-3"),
@@ -179,7 +185,11 @@ impl Step {
             "step-6" => env!("CARGO_BIN_EXE_step-6"),
             "step-7" => env!("CARGO_BIN_EXE_step-7"),
             other => panic!("no binary {other}"),
-        };
+        }
+    }
+
+    /// Starts any program (called `name` in the test output) with `args`.
+    pub fn start_program(name: &str, path: &std::path::Path, args: &[String]) -> Step {
         let mut child = Command::new(path)
             .args(args)
             .env("RUST_LOG", "info")
@@ -210,7 +220,7 @@ impl Step {
             });
         }
         Step {
-            name: bin.to_string(),
+            name: name.to_string(),
             child,
             lines,
             output: Vec::new(),

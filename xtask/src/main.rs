@@ -6,7 +6,9 @@
 //! * `cargo xtask cluster status` / `cluster down`.
 //! * `cargo xtask demo`: step 7 and the example Foo, on your cluster or a local one.
 //! * `cargo xtask test`: the README's test command.
+//! * `cargo xtask parity`: the Go-versus-Rust parity tests alone.
 
+mod book;
 mod demo;
 
 use std::path::{Path, PathBuf};
@@ -36,6 +38,11 @@ enum Command {
     Demo,
     /// Every test: builds the control plane if needed, then `cargo test --workspace`.
     Test,
+    /// Only the parity tests: Go sample-controller and Rust step 7, same scenarios, same end state.
+    Parity,
+    /// The book in book/: `outputs` (captured step runs), `build`, `check`.
+    #[command(subcommand)]
+    Book(book::BookCommand),
 }
 
 #[derive(Subcommand)]
@@ -75,6 +82,8 @@ async fn main() -> ExitCode {
         Command::Cluster(ClusterCommand::Status) => status().await,
         Command::Demo => demo::demo().await,
         Command::Test => test(),
+        Command::Parity => parity(),
+        Command::Book(command) => book::run(command).await,
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -108,6 +117,27 @@ fn test() -> Result<()> {
         .context("running cargo test")?;
     if !status.success() {
         anyhow::bail!("cargo test --workspace failed");
+    }
+    Ok(())
+}
+
+/// `cargo test --test parity`, after building what it needs.
+fn parity() -> Result<()> {
+    build(&[])?;
+    let status = std::process::Command::new(env!("CARGO"))
+        .args([
+            "test",
+            "--test",
+            "parity",
+            "--",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .current_dir(repo_root())
+        .status()
+        .context("running cargo test --test parity")?;
+    if !status.success() {
+        anyhow::bail!("the parity tests failed");
     }
     Ok(())
 }

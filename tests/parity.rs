@@ -1,0 +1,464 @@
+//! Parity: the Go sample-controller (built from k8s.io/sample-controller
+//! v0.36.3) and Rust step 7 run the same scenarios on the same kind of
+//! control plane, and must leave the same state behind.
+//!
+//! Each scenario runs twice, once per controller, each in a fresh namespace,
+//! one controller at a time (both watch every namespace, as Go's does). After
+//! the operations the test waits until the state settles, then takes a
+//! normalised snapshot: Foos (spec, status), Deployments (labels, selector,
+//! replicas, template, owner references), and the Events about Foos (type,
+//! reason, message, object). UIDs, resourceVersions, timestamps,
+//! managedFields, event counts and the Event API version (Go writes core/v1,
+//! kube writes events.k8s.io/v1) are normalised away. The snapshots must be
+//! equal, except where `tests/parity-allowlist.txt` says why not.
+//!
+//! Run alone with `cargo xtask parity`.
+
+mod support;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use futures::future::join_all;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{Event, Namespace};
+use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
+use kube::{Client, ResourceExt};
+use sample_controller::Foo;
+use serde_json::{Value, json};
+use support::{Step, create_foo, create_foreign_deployment, eventually};
+use testcluster::{ControlPlane, Options};
+
+/// The two implementations under comparison.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Implementation {
+    Go,
+    Rust,
+}
+
+/// The control plane of this test binary; scenarios lock it in turn.
+async fn cluster() -> &'static tokio::sync::Mutex<ControlPlane> {
+    static CP: tokio::sync::OnceCell<tokio::sync::Mutex<ControlPlane>> =
+        tokio::sync::OnceCell::const_new();
+    CP.get_or_init(|| async {
+        let cp = ControlPlane::start(Options::default())
+            .await
+            .expect("control plane");
+        let client = cp.client().await.expect("client");
+        testcluster::install_crd(
+            &client,
+            concat!(env!("CARGO_MANIFEST_DIR"), "/manifests/crd.yaml"),
+        )
+        .await
+        .expect("CRD");
+        tokio::sync::Mutex::new(cp)
+    })
+    .await
+}
+
+/// The Go sample-controller binary (built into the cache if missing).
+fn go_controller() -> PathBuf {
+    testcluster::binaries::ensure(testcluster::Binary::SampleController)
+        .expect("Go sample-controller")
+}
+
+/// The scenarios of the parity issue.
+#[derive(Clone, Copy, Debug)]
+enum Scenario {
+    CreateFoo,
+    ScaleUpAndDown,
+    DeleteItsDeployment,
+    ForeignDeploymentHoldsTheName,
+    EmptyDeploymentName,
+    ReplicasOmitted,
+    DeleteTheFoo,
+    ChangeDeploymentName,
+    FiftyFoosAtOnce,
+    ApiServerRestartedDuringCreates,
+}
+
+/// Runs `scenario` with each controller and compares the snapshots.
+async fn check(scenario: Scenario) {
+    let allowed = allowlist();
+    let mut snapshots = Vec::new();
+    for implementation in [Implementation::Go, Implementation::Rust] {
+        snapshots.push(run(scenario, implementation).await);
+    }
+    let (go, rust) = (&snapshots[0], &snapshots[1]);
+    let count = |v: &Value| {
+        v.as_object()
+            .map_or_else(|| v.as_array().map_or(0, Vec::len), |o| o.len())
+    };
+    println!(
+        "{scenario:?}: Go and Rust left {} Foos, {} Deployments, {} distinct Foo Events",
+        count(&go.foos),
+        count(&go.deployments),
+        count(&go.events)
+    );
+    for (aspect, go_part, rust_part) in [
+        ("foos", &go.foos, &rust.foos),
+        ("deployments", &go.deployments, &rust.deployments),
+        ("events", &go.events, &rust.events),
+    ] {
+        let key = format!("{scenario:?} {aspect}");
+        if go_part == rust_part {
+            assert!(
+                !allowed.contains(&key),
+                "{key} is allow-listed but no longer differs: remove it"
+            );
+        } else if allowed.contains(&key) {
+            println!("{key} differs (allow-listed):\n  Go:   {go_part}\n  Rust: {rust_part}");
+        } else {
+            panic!("{key} differ:\n  Go:   {go_part:#}\n  Rust: {rust_part:#}");
+        }
+    }
+}
+
+/// Entries `Scenario aspect` of tests/parity-allowlist.txt (comments stripped).
+fn allowlist() -> BTreeSet<String> {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/parity-allowlist.txt"
+    ))
+    .expect("tests/parity-allowlist.txt");
+    text.lines()
+        .map(|l| l.split('#').next().unwrap_or("").trim().to_string())
+        .filter(|l| !l.is_empty())
+        .collect()
+}
+
+/// Normalised end state of one run.
+#[derive(Debug, PartialEq)]
+struct Snapshot {
+    foos: Value,
+    deployments: Value,
+    events: Value,
+}
+
+/// One scenario with one controller, on the shared control plane.
+async fn run(scenario: Scenario, implementation: Implementation) -> Snapshot {
+    let mut cp = cluster().await.lock().await;
+    let client = cp.client().await.expect("client");
+    let ns = format!(
+        "parity-{}-{}",
+        format!("{scenario:?}").to_lowercase(),
+        format!("{implementation:?}").to_lowercase()
+    );
+    let namespace = Namespace {
+        metadata: ObjectMeta {
+            name: Some(ns.clone()),
+            ..ObjectMeta::default()
+        },
+        ..Namespace::default()
+    };
+    Api::<Namespace>::all(client.clone())
+        .create(&PostParams::default(), &namespace)
+        .await
+        .expect("namespace");
+
+    let kubeconfig = cp.kubeconfig_path().display().to_string();
+    let mut controller = match implementation {
+        Implementation::Go => {
+            let exe = go_controller();
+            Step::start_program("go", &exe, &[format!("-kubeconfig={kubeconfig}")])
+        }
+        Implementation::Rust => {
+            Step::start_with_args("step-7", &["--kubeconfig".into(), kubeconfig])
+        }
+    };
+    controller.expect(&["Starting workers"]).await;
+
+    operate(scenario, &client, &ns, &mut cp).await;
+    let snapshot = settle(&client, &ns).await;
+
+    let (_, output) = controller.terminate().await;
+    assert!(
+        output.contains("Shutting down workers"),
+        "{implementation:?} did not stop cleanly:\n{output}"
+    );
+    // Leave nothing for the next controller: Foos first (instant), then the namespace.
+    let foos: Api<Foo> = Api::namespaced(client.clone(), &ns);
+    foos.delete_collection(&DeleteParams::default(), &ListParams::default())
+        .await
+        .expect("delete Foos");
+    Api::<Namespace>::all(client.clone())
+        .delete(&ns, &DeleteParams::default())
+        .await
+        .expect("delete namespace");
+    snapshot
+}
+
+/// The cluster operations of a scenario, applied while a controller runs.
+async fn operate(scenario: Scenario, client: &Client, ns: &str, cp: &mut ControlPlane) {
+    let foos: Api<Foo> = Api::namespaced(client.clone(), ns);
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), ns);
+    let available = |name: &'static str, want: i32| {
+        let deployments = deployments.clone();
+        async move {
+            let d = deployments.get_opt(name).await.ok()??;
+            (d.status.as_ref()?.available_replicas == Some(want)).then_some(d)
+        }
+    };
+    match scenario {
+        Scenario::CreateFoo => {
+            create_foo(client, ns, "example-foo", "example-foo", Some(1)).await;
+        }
+        Scenario::ScaleUpAndDown => {
+            create_foo(client, ns, "scaled", "scaled", Some(1)).await;
+            eventually("1 available", || available("scaled", 1)).await;
+            foos.patch(
+                "scaled",
+                &PatchParams::default(),
+                &Patch::Merge(json!({"spec": {"replicas": 4}})),
+            )
+            .await
+            .unwrap();
+            eventually("4 available", || available("scaled", 4)).await;
+            foos.patch(
+                "scaled",
+                &PatchParams::default(),
+                &Patch::Merge(json!({"spec": {"replicas": 2}})),
+            )
+            .await
+            .unwrap();
+        }
+        Scenario::DeleteItsDeployment => {
+            create_foo(client, ns, "phoenix", "phoenix", Some(1)).await;
+            let first = eventually("phoenix available", || available("phoenix", 1)).await;
+            deployments
+                .delete("phoenix", &DeleteParams::default())
+                .await
+                .unwrap();
+            eventually("phoenix recreated", || async {
+                let d = deployments.get_opt("phoenix").await.ok()??;
+                (d.uid() != first.uid()).then_some(())
+            })
+            .await;
+        }
+        Scenario::ForeignDeploymentHoldsTheName => {
+            create_foreign_deployment(client, ns, "taken").await;
+            create_foo(client, ns, "squatter", "taken", Some(2)).await;
+        }
+        Scenario::EmptyDeploymentName => {
+            create_foo(client, ns, "nameless", "", Some(1)).await;
+        }
+        Scenario::ReplicasOmitted => {
+            create_foo(client, ns, "defaulted", "defaulted", None).await;
+        }
+        Scenario::DeleteTheFoo => {
+            create_foo(client, ns, "doomed", "doomed", Some(1)).await;
+            create_foo(client, ns, "survivor", "survivor", Some(1)).await;
+            eventually("doomed available", || available("doomed", 1)).await;
+            foos.delete("doomed", &DeleteParams::default())
+                .await
+                .unwrap();
+            eventually("doomed garbage-collected", || async {
+                deployments
+                    .get_opt("doomed")
+                    .await
+                    .ok()?
+                    .is_none()
+                    .then_some(())
+            })
+            .await;
+        }
+        Scenario::ChangeDeploymentName => {
+            create_foo(client, ns, "renamed", "before", Some(1)).await;
+            eventually("before available", || available("before", 1)).await;
+            let patch = json!({"spec": {"deploymentName": "after"}});
+            foos.patch("renamed", &PatchParams::default(), &Patch::Merge(patch))
+                .await
+                .unwrap();
+        }
+        Scenario::FiftyFoosAtOnce => {
+            join_all((0..50).map(|i| {
+                let name = format!("many-{i:02}");
+                async move { create_foo(client, ns, &name, &name, Some(1 + i % 3)).await }
+            }))
+            .await;
+        }
+        Scenario::ApiServerRestartedDuringCreates => {
+            for i in 0..10 {
+                let name = format!("before-restart-{i}");
+                create_foo(client, ns, &name, &name, Some(1)).await;
+            }
+            cp.restart_apiserver()
+                .await
+                .expect("restart kube-apiserver");
+            let client = cp.client().await.expect("client");
+            for i in 0..10 {
+                let name = format!("after-restart-{i}");
+                create_foo(&client, ns, &name, &name, Some(1)).await;
+            }
+        }
+    }
+}
+
+/// Waits until the namespace has settled (every Foo with a Deployment name
+/// either reports its Deployment's available replicas or has been refused
+/// with an Event, and nothing changed for 3 s), then returns the snapshot.
+async fn settle(client: &Client, ns: &str) -> Snapshot {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(240);
+    let mut last: Option<Snapshot> = None;
+    let mut stable_since = tokio::time::Instant::now();
+    loop {
+        let (snapshot, settled) = snapshot(client, ns).await;
+        if last.as_ref() != Some(&snapshot) {
+            stable_since = tokio::time::Instant::now();
+        } else if settled && stable_since.elapsed() >= Duration::from_secs(3) {
+            return snapshot;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{ns} did not settle; last state: {snapshot:#?}"
+        );
+        last = Some(snapshot);
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+/// The normalised state of `ns`, and whether it looks settled.
+async fn snapshot(client: &Client, ns: &str) -> (Snapshot, bool) {
+    let all = ListParams::default();
+    let foos = Api::<Foo>::namespaced(client.clone(), ns)
+        .list(&all)
+        .await
+        .expect("list Foos")
+        .items;
+    let deployments = Api::<Deployment>::namespaced(client.clone(), ns)
+        .list(&all)
+        .await
+        .expect("list Deployments")
+        .items;
+    let events = Api::<Event>::namespaced(client.clone(), ns)
+        .list(&all)
+        .await
+        .expect("list Events")
+        .items;
+    let uid_to_foo: BTreeMap<String, String> = foos
+        .iter()
+        .map(|f| (f.uid().unwrap_or_default(), f.name_any()))
+        .collect();
+
+    let foo_view: BTreeMap<String, Value> = foos
+        .iter()
+        .map(|f| (f.name_any(), json!({"spec": f.spec, "status": f.status})))
+        .collect();
+    let deployment_view: BTreeMap<String, Value> = deployments
+        .iter()
+        .map(|d| {
+            let spec = d.spec.clone().unwrap_or_default();
+            let owners: Vec<Value> = d
+                .owner_references()
+                .iter()
+                .map(|o| {
+                    let owner = uid_to_foo.get(&o.uid).cloned().unwrap_or_else(|| "<unknown uid>".into());
+                    json!({"apiVersion": o.api_version, "kind": o.kind, "name": o.name, "uid": format!("<uid of {owner}>"),
+                           "controller": o.controller, "blockOwnerDeletion": o.block_owner_deletion})
+                })
+                .collect();
+            let view = json!({
+                "labels": d.labels(),
+                "selector": spec.selector,
+                "replicas": spec.replicas,
+                "template": spec.template,
+                "ownerReferences": owners,
+                "deleting": d.metadata.deletion_timestamp.is_some(),
+            });
+            (d.name_any(), view)
+        })
+        .collect();
+    let event_view: BTreeSet<(String, String, String, String)> = events
+        .iter()
+        .filter(|e| e.involved_object.kind.as_deref() == Some("Foo"))
+        .map(|e| {
+            (
+                e.involved_object.name.clone().unwrap_or_default(),
+                e.type_.clone().unwrap_or_default(),
+                e.reason.clone().unwrap_or_default(),
+                e.message.clone().unwrap_or_default(),
+            )
+        })
+        .collect();
+
+    let settled = foos
+        .iter()
+        .filter(|f| !f.spec.deployment_name.is_empty())
+        .all(|f| {
+            let Some(d) = deployments
+                .iter()
+                .find(|d| d.name_any() == f.spec.deployment_name)
+            else {
+                return false;
+            };
+            let controlled = sample_controller::deployment::is_controlled_by(d, f);
+            if !controlled {
+                return event_view.iter().any(|(name, _, reason, _)| {
+                    *name == f.name_any() && reason == "ErrResourceExists"
+                });
+            }
+            let status = d.status.clone().unwrap_or_default();
+            let rolled_out = status.available_replicas.unwrap_or(0)
+                == d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
+            let reported = f.status.as_ref().map(|s| s.available_replicas)
+                == Some(status.available_replicas.unwrap_or(0));
+            rolled_out && reported
+        });
+    let snapshot = Snapshot {
+        foos: serde_json::to_value(foo_view).unwrap(),
+        deployments: serde_json::to_value(deployment_view).unwrap(),
+        events: serde_json::to_value(event_view).unwrap(),
+    };
+    (snapshot, settled)
+}
+
+#[tokio::test]
+async fn create_a_foo() {
+    check(Scenario::CreateFoo).await;
+}
+
+#[tokio::test]
+async fn scale_it_up_and_down() {
+    check(Scenario::ScaleUpAndDown).await;
+}
+
+#[tokio::test]
+async fn delete_its_deployment() {
+    check(Scenario::DeleteItsDeployment).await;
+}
+
+#[tokio::test]
+async fn a_foreign_deployment_already_holds_the_name() {
+    check(Scenario::ForeignDeploymentHoldsTheName).await;
+}
+
+#[tokio::test]
+async fn an_empty_deployment_name() {
+    check(Scenario::EmptyDeploymentName).await;
+}
+
+#[tokio::test]
+async fn replicas_omitted() {
+    check(Scenario::ReplicasOmitted).await;
+}
+
+#[tokio::test]
+async fn delete_the_foo_and_its_deployment_is_garbage_collected() {
+    check(Scenario::DeleteTheFoo).await;
+}
+
+#[tokio::test]
+async fn change_the_deployment_name() {
+    check(Scenario::ChangeDeploymentName).await;
+}
+
+#[tokio::test]
+async fn fifty_foos_at_once() {
+    check(Scenario::FiftyFoosAtOnce).await;
+}
+
+#[tokio::test]
+async fn kube_apiserver_restarted_while_foos_are_being_created() {
+    check(Scenario::ApiServerRestartedDuringCreates).await;
+}
