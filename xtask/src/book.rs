@@ -147,7 +147,8 @@ fn require_tools(tools: &[(&str, &str)]) -> Result<()> {
 // ---------------------------------------------------------------------------
 // check
 
-fn check() -> Result<()> {
+/// Every book check; fails with all problems listed, or names the install command of a missing tool.
+pub fn check() -> Result<()> {
     let book = book_dir();
     let src = book.join("src");
     let mut failures = Vec::new();
@@ -553,10 +554,10 @@ fn rel(path: &Path) -> String {
 /// Runs every scenario against one fresh control plane and writes the transcripts.
 async fn outputs() -> Result<()> {
     let root = crate::repo_root();
-    println!("==> cargo build --bins");
+    println!("==> cargo build --bins --examples");
     run_tool(
         Command::new(env!("CARGO"))
-            .args(["build", "--bins"])
+            .args(["build", "--bins", "--examples"])
             .current_dir(&root),
     )?;
     println!("==> Starting a local control plane");
@@ -570,6 +571,19 @@ async fn outputs() -> Result<()> {
         client: client.clone(),
         bin: root.join("target/debug"),
     };
+
+    // The exercise solutions that need no cluster.
+    let backoff = Command::new(root.join("target/debug/examples/step4_backoff_table"))
+        .output()
+        .context("running examples/step4_backoff_table")?;
+    ensure!(backoff.status.success(), "step4_backoff_table failed");
+    let mut lines = vec!["$ cargo run --example step4_backoff_table".to_string()];
+    lines.extend(
+        String::from_utf8_lossy(&backoff.stdout)
+            .lines()
+            .map(str::to_string),
+    );
+    write(&out, "example-step4-backoff.txt", &env, lines)?;
 
     // Before the CRD exists: the message every step prints, and what the API
     // server says to the CRD without its protected-group annotation.

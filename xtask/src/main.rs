@@ -7,7 +7,9 @@
 //! * `cargo xtask demo`: step 7 and the example Foo, on your cluster or a local one.
 //! * `cargo xtask test`: the README's test command.
 //! * `cargo xtask parity`: the Go-versus-Rust parity tests alone.
+//! * `cargo xtask bench`: figures for the book's Performance page.
 
+mod bench;
 mod book;
 mod demo;
 
@@ -40,6 +42,8 @@ enum Command {
     Test,
     /// Only the parity tests: Go sample-controller and Rust step 7, same scenarios, same end state.
     Parity,
+    /// Measure Rust step 7 against the Go original and a bare client (takes about half an hour).
+    Bench(bench::BenchArgs),
     /// The book in book/: `outputs` (captured step runs), `build`, `check`.
     #[command(subcommand)]
     Book(book::BookCommand),
@@ -83,6 +87,7 @@ async fn main() -> ExitCode {
         Command::Demo => demo::demo().await,
         Command::Test => test(),
         Command::Parity => parity(),
+        Command::Bench(args) => bench::bench(args).await,
         Command::Book(command) => book::run(command).await,
     };
     match result {
@@ -108,7 +113,7 @@ fn test() -> Result<()> {
     );
     build(&[])?;
     println!(
-        "==> cargo test --workspace (unit, mock API server, end-to-end against the local control plane)"
+        "==> cargo test --workspace (unit, mock API server, end-to-end and parity against local control planes)"
     );
     let status = std::process::Command::new(env!("CARGO"))
         .args(["test", "--workspace"])
@@ -118,7 +123,10 @@ fn test() -> Result<()> {
     if !status.success() {
         anyhow::bail!("cargo test --workspace failed");
     }
-    Ok(())
+    println!(
+        "==> cargo xtask book check (includes, anchors, links, pinned Go links, diagrams in Chromium)"
+    );
+    book::check()
 }
 
 /// `cargo test --test parity`, after building what it needs.
