@@ -23,7 +23,7 @@ use std::time::Duration;
 use futures::future::join_all;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Event, Namespace};
-use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
 use kube::{Client, ResourceExt};
 use sample_controller::Foo;
 use serde_json::{Value, json};
@@ -145,15 +145,7 @@ async fn run(scenario: Scenario, implementation: Implementation) -> Snapshot {
         format!("{scenario:?}").to_lowercase(),
         format!("{implementation:?}").to_lowercase()
     );
-    let namespace = Namespace {
-        metadata: ObjectMeta {
-            name: Some(ns.clone()),
-            ..ObjectMeta::default()
-        },
-        ..Namespace::default()
-    };
-    Api::<Namespace>::all(client.clone())
-        .create(&PostParams::default(), &namespace)
+    testcluster::create_namespace(&client, &ns)
         .await
         .expect("namespace");
 

@@ -528,6 +528,22 @@ pub async fn shared() -> Result<&'static ControlPlane> {
         .map_err(|err| anyhow!("the shared control plane failed to start: {err}"))
 }
 
+/// Creates the namespace `name` (for a test, a demo or a benchmark run).
+pub async fn create_namespace(client: &kube::Client, name: &str) -> Result<()> {
+    let namespace = k8s_openapi::api::core::v1::Namespace {
+        metadata: kube::api::ObjectMeta {
+            name: Some(name.into()),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    Api::<k8s_openapi::api::core::v1::Namespace>::all(client.clone())
+        .create(&PostParams::default(), &namespace)
+        .await
+        .with_context(|| format!("creating namespace {name}"))?;
+    Ok(())
+}
+
 /// Applies every CustomResourceDefinition in a YAML file (server-side apply) and waits until
 /// each is Established.
 pub async fn install_crd(client: &kube::Client, crd_yaml_path: impl AsRef<Path>) -> Result<()> {

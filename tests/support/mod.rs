@@ -8,7 +8,6 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::Namespace;
 use kube::Client;
 use kube::api::{Api, DeleteParams, ObjectMeta, PostParams};
 use sample_controller::deployment::new_deployment;
@@ -44,15 +43,7 @@ pub async fn namespace(client: &Client, prefix: &str) -> String {
         std::process::id(),
         N.fetch_add(1, Ordering::SeqCst)
     );
-    let ns = Namespace {
-        metadata: ObjectMeta {
-            name: Some(name.clone()),
-            ..ObjectMeta::default()
-        },
-        ..Namespace::default()
-    };
-    Api::<Namespace>::all(client.clone())
-        .create(&PostParams::default(), &ns)
+    testcluster::create_namespace(client, &name)
         .await
         .expect("create namespace");
     name

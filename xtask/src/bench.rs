@@ -22,7 +22,7 @@ use anyhow::{Context, Result, bail};
 use futures::{StreamExt, stream};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Namespace;
-use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
 use sample_controller::deployment::new_deployment;
 use sample_controller::{Foo, FooSpec};
@@ -137,16 +137,7 @@ async fn run(
 ) -> Result<Measurement> {
     let ns = format!("bench-{}-{n}", format!("{subject:?}").to_lowercase());
     let namespaces: Api<Namespace> = Api::all(client.clone());
-    let namespace = Namespace {
-        metadata: ObjectMeta {
-            name: Some(ns.clone()),
-            ..ObjectMeta::default()
-        },
-        ..Namespace::default()
-    };
-    namespaces
-        .create(&PostParams::default(), &namespace)
-        .await?;
+    testcluster::create_namespace(client, &ns).await?;
     let log = cp.log_dir().join(format!("bench-{ns}.log"));
     let kubeconfig = cp.kubeconfig_path().display().to_string();
 

@@ -20,7 +20,7 @@ use anyhow::{Context, Result, bail, ensure};
 use clap::Subcommand;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
-use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
+use k8s_openapi::api::core::v1::ServiceAccount;
 use k8s_openapi::api::events::v1::Event;
 use kube::Client;
 use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
@@ -786,21 +786,6 @@ impl Run {
     }
 }
 
-async fn create_namespace(client: &Client, name: &str) -> Result<()> {
-    let ns = Namespace {
-        metadata: ObjectMeta {
-            name: Some(name.into()),
-            ..ObjectMeta::default()
-        },
-        ..Namespace::default()
-    };
-    Api::<Namespace>::all(client.clone())
-        .create(&PostParams::default(), &ns)
-        .await
-        .with_context(|| format!("creating namespace {name}"))?;
-    Ok(())
-}
-
 async fn create_foo(
     run: &mut Run,
     client: &Client,
@@ -961,7 +946,7 @@ async fn protected_group(client: &Client) -> Result<Vec<String>> {
 
 async fn step_1(env: &Env) -> Result<Vec<String>> {
     let ns = "book-step1";
-    create_namespace(&env.client, ns).await?;
+    testcluster::create_namespace(&env.client, ns).await?;
     let foos: Api<Foo> = Api::namespaced(env.client.clone(), ns);
     let foo = Foo::new(
         "example-foo",
@@ -984,7 +969,7 @@ async fn step_1(env: &Env) -> Result<Vec<String>> {
 
 async fn step_2(env: &Env) -> Result<Vec<String>> {
     let ns = "book-step2";
-    create_namespace(&env.client, ns).await?;
+    testcluster::create_namespace(&env.client, ns).await?;
     let mut run = Run::start(env, "step-2", ns, &[])?;
     run.expect(&["Caches synced"]).await?;
     run.drain_for(Duration::from_secs(1)).await;
@@ -998,7 +983,7 @@ async fn step_2(env: &Env) -> Result<Vec<String>> {
 
 async fn step_3(env: &Env) -> Result<Vec<String>> {
     let ns = "book-step3";
-    create_namespace(&env.client, ns).await?;
+    testcluster::create_namespace(&env.client, ns).await?;
     let mut run = Run::start(env, "step-3", ns, &["--resync", "10"])?;
     tokio::time::sleep(Duration::from_secs(2)).await; // let the watches start
     let foo = create_foo(&mut run, &env.client, ns, "watched", "watched-nginx", 1).await?;
@@ -1030,7 +1015,7 @@ async fn step_3(env: &Env) -> Result<Vec<String>> {
 
 async fn step_4(env: &Env) -> Result<Vec<String>> {
     let ns = "book-step4";
-    create_namespace(&env.client, ns).await?;
+    testcluster::create_namespace(&env.client, ns).await?;
     let mut run = Run::start(env, "step-4", ns, &["--fail-first", "3"])?;
     run.expect(&["Starting 2 workers"]).await?;
     create_foo(&mut run, &env.client, ns, "flaky", "flaky", 1).await?;
@@ -1054,7 +1039,7 @@ async fn step_4(env: &Env) -> Result<Vec<String>> {
 
 async fn step_5(env: &Env) -> Result<Vec<String>> {
     let ns = "book-step5";
-    create_namespace(&env.client, ns).await?;
+    testcluster::create_namespace(&env.client, ns).await?;
     create_foreign_deployment(None, &env.client, ns, "taken").await?;
     let mut run = Run::start(env, "step-5", ns, &[])?;
     run.transcript.insert(
@@ -1082,7 +1067,7 @@ async fn step_5(env: &Env) -> Result<Vec<String>> {
 
 async fn step_6(env: &Env) -> Result<Vec<String>> {
     let ns = "book-step6";
-    create_namespace(&env.client, ns).await?;
+    testcluster::create_namespace(&env.client, ns).await?;
     let mut run = Run::start(env, "step-6", ns, &[])?;
     run.expect(&["Starting 2 workers"]).await?;
     create_foo(&mut run, &env.client, ns, "status", "status-nginx", 2).await?;
@@ -1106,7 +1091,7 @@ async fn step_6(env: &Env) -> Result<Vec<String>> {
 
 async fn step_7(env: &Env) -> Result<(Vec<String>, Vec<String>)> {
     let ns = "book-step7";
-    create_namespace(&env.client, ns).await?;
+    testcluster::create_namespace(&env.client, ns).await?;
     create_foreign_deployment(None, &env.client, ns, "occupied").await?;
     let mut run = Run::start(env, "step-7", ns, &[])?;
     run.transcript.insert(
@@ -1188,7 +1173,7 @@ async fn step_7(env: &Env) -> Result<(Vec<String>, Vec<String>)> {
 /// Step 7 as a ServiceAccount that RBAC grants nothing: the preflight message.
 async fn rbac_forbidden(env: &Env, cp: &ControlPlane) -> Result<Vec<String>> {
     let ns = "book-rbac";
-    create_namespace(&env.client, ns).await?;
+    testcluster::create_namespace(&env.client, ns).await?;
     let accounts: Api<ServiceAccount> = Api::namespaced(env.client.clone(), ns);
     let account = ServiceAccount {
         metadata: ObjectMeta {

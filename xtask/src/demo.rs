@@ -14,7 +14,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::api::events::v1::Event;
 use kube::Client;
-use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, PostParams};
+use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use sample_controller::{Foo, show};
 use testcluster::{ControlPlane, Options};
 
@@ -51,14 +51,7 @@ pub async fn demo() -> Result<()> {
             "namespace {NAMESPACE} already exists: delete it (kubectl delete namespace {NAMESPACE}) and retry"
         );
     }
-    let ns = Namespace {
-        metadata: ObjectMeta {
-            name: Some(NAMESPACE.into()),
-            ..ObjectMeta::default()
-        },
-        ..Namespace::default()
-    };
-    namespaces.create(&PostParams::default(), &ns).await?;
+    testcluster::create_namespace(&client, NAMESPACE).await?;
 
     let result = run(&client, kubeconfig.as_deref()).await;
 
