@@ -9,7 +9,7 @@
 //! each controller makes while idle after convergence. Also the learner's
 //! build: a cold `cargo build --bins` and the rebuild after editing one step.
 //!
-//! Prints a table with ratios and writes it to `book/src/performance-results.md`
+//! Prints a table with ratios and writes it to `book/src/outputs/performance.txt`
 //! and a chart to `book/src/performance.svg`. Figures, not pass/fail.
 
 use std::collections::BTreeMap;
@@ -116,12 +116,12 @@ pub async fn bench(args: BenchArgs) -> Result<()> {
     };
     let table = report(&args.sizes, &results, build, args.idle_seconds);
     println!("\n{table}");
-    std::fs::write(root.join("book/src/performance-results.md"), &table)?;
+    std::fs::write(root.join("book/src/outputs/performance.txt"), &table)?;
     std::fs::write(
         root.join("book/src/performance.svg"),
         chart(&args.sizes, &results),
     )?;
-    println!("Wrote book/src/performance-results.md and book/src/performance.svg");
+    println!("Wrote book/src/outputs/performance.txt and book/src/performance.svg");
     Ok(())
 }
 
