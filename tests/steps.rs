@@ -500,7 +500,10 @@ async fn step_7_records_events_exits_cleanly_on_sigterm_and_its_deployments_are_
 async fn step_7_without_rbac_names_the_missing_permissions_and_with_manifests_rbac_runs() {
     let (cp, client) = cluster().await;
     let ns = namespace(&client, "rbac").await;
-    let kubeconfig = service_account_kubeconfig(cp, &client, &ns, "controller").await;
+    let kubeconfig = cp
+        .service_account_kubeconfig(&ns, "controller")
+        .await
+        .unwrap();
 
     let (status, output) = Step::start("step-7", &kubeconfig, Some(&ns), &[])
         .wait()

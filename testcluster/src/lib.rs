@@ -331,6 +331,53 @@ impl ControlPlane {
         Ok(())
     }
 
+    /// Creates ServiceAccount `name` in namespace `ns`, asks for a one-hour
+    /// token, and writes a kubeconfig that authenticates with it (same cluster
+    /// as the admin kubeconfig): for tests of what a user without RBAC grants
+    /// sees. Returns the kubeconfig's path (in the data directory).
+    pub async fn service_account_kubeconfig(&self, ns: &str, name: &str) -> Result<PathBuf> {
+        use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
+        let client = self.client().await?;
+        let accounts: Api<ServiceAccount> = Api::namespaced(client, ns);
+        let account = ServiceAccount {
+            metadata: kube::api::ObjectMeta {
+                name: Some(name.into()),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        accounts
+            .create(&PostParams::default(), &account)
+            .await
+            .with_context(|| format!("creating ServiceAccount {ns}/{name}"))?;
+        // No token Secret is created for a ServiceAccount any more; request one.
+        let request = TokenRequest {
+            spec: Some(TokenRequestSpec {
+                expiration_seconds: Some(3600),
+                ..TokenRequestSpec::default()
+            }),
+            ..TokenRequest::default()
+        };
+        let token = accounts
+            .create_token_request(name, &PostParams::default(), &request)
+            .await?
+            .status
+            .map(|status| status.token)
+            .context("no token in the TokenRequest answer")?;
+        // The admin kubeconfig with every user's credentials replaced by the token.
+        let admin = fs::read_to_string(&self.kubeconfig)?;
+        let mut kubeconfig: serde_yaml::Value = serde_yaml::from_str(&admin)?;
+        for user in kubeconfig["users"]
+            .as_sequence_mut()
+            .context("no users in the admin kubeconfig")?
+        {
+            user["user"] = serde_yaml::to_value(serde_json::json!({ "token": token }))?;
+        }
+        let path = self.data_dir.join(format!("kubeconfig-{ns}-{name}"));
+        fs::write(&path, serde_yaml::to_string(&kubeconfig)?)?;
+        Ok(path)
+    }
+
     /// Stops kube-apiserver and starts it again with the same flags (same port, same etcd),
     /// then waits until it is ready: for tests of how clients live through an API server
     /// restart. Its new log is `kube-apiserver-restarted.log`.

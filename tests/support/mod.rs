@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::Client;
-use kube::api::{Api, DeleteParams, ObjectMeta, PostParams};
+use kube::api::{Api, DeleteParams, PostParams};
 use sample_controller::deployment::new_deployment;
 use sample_controller::{Foo, FooSpec};
 use tokio::io::{AsyncBufReadExt, BufReader};
@@ -281,56 +281,4 @@ impl Step {
         unsafe { libc::kill(pid, libc::SIGTERM) };
         self.wait().await
     }
-}
-
-/// Writes a kubeconfig that authenticates as ServiceAccount `sa` of `ns`
-/// (created here) with a fresh token, and returns its path.
-pub async fn service_account_kubeconfig(
-    cp: &testcluster::ControlPlane,
-    client: &Client,
-    ns: &str,
-    sa: &str,
-) -> std::path::PathBuf {
-    use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
-    use k8s_openapi::api::core::v1::ServiceAccount;
-    let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), ns);
-    let account = ServiceAccount {
-        metadata: ObjectMeta {
-            name: Some(sa.into()),
-            ..ObjectMeta::default()
-        },
-        ..ServiceAccount::default()
-    };
-    accounts
-        .create(&PostParams::default(), &account)
-        .await
-        .expect("create ServiceAccount");
-    let request = TokenRequest {
-        spec: Some(TokenRequestSpec {
-            expiration_seconds: Some(3600),
-            ..TokenRequestSpec::default()
-        }),
-        ..TokenRequest::default()
-    };
-    let token = accounts
-        .create_token_request(sa, &PostParams::default(), &request)
-        .await
-        .expect("token request")
-        .status
-        .expect("token")
-        .token;
-    // The admin kubeconfig with every user's credentials replaced by the token.
-    let admin = std::fs::read_to_string(cp.kubeconfig_path()).expect("admin kubeconfig");
-    let mut kubeconfig: serde_yaml::Value = serde_yaml::from_str(&admin).expect("kubeconfig YAML");
-    for user in kubeconfig["users"].as_sequence_mut().expect("users") {
-        user["user"] =
-            serde_yaml::to_value(serde_json::json!({ "token": token })).expect("token YAML");
-    }
-    let path = cp.data_dir().join(format!("kubeconfig-{ns}-{sa}"));
-    std::fs::write(
-        &path,
-        serde_yaml::to_string(&kubeconfig).expect("kubeconfig YAML"),
-    )
-    .expect("write kubeconfig");
-    path
 }

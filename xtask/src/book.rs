@@ -19,11 +19,9 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail, ensure};
 use clap::Subcommand;
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
-use k8s_openapi::api::core::v1::ServiceAccount;
 use k8s_openapi::api::events::v1::Event;
 use kube::Client;
-use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use sample_controller::deployment::new_deployment;
 use sample_controller::{Foo, FooSpec, show};
 use serde_json::json;
@@ -1174,41 +1172,7 @@ async fn step_7(env: &Env) -> Result<(Vec<String>, Vec<String>)> {
 async fn rbac_forbidden(env: &Env, cp: &ControlPlane) -> Result<Vec<String>> {
     let ns = "book-rbac";
     testcluster::create_namespace(&env.client, ns).await?;
-    let accounts: Api<ServiceAccount> = Api::namespaced(env.client.clone(), ns);
-    let account = ServiceAccount {
-        metadata: ObjectMeta {
-            name: Some("controller".into()),
-            ..ObjectMeta::default()
-        },
-        ..ServiceAccount::default()
-    };
-    accounts.create(&PostParams::default(), &account).await?;
-    // The ServiceAccount controller creates no token Secret any more; ask for one.
-    let request = TokenRequest {
-        spec: Some(TokenRequestSpec {
-            expiration_seconds: Some(3600),
-            ..TokenRequestSpec::default()
-        }),
-        ..TokenRequest::default()
-    };
-    let token = accounts
-        .create_token_request("controller", &PostParams::default(), &request)
-        .await?
-        .status
-        .and_then(|status| status.token)
-        .context("no token in the TokenRequest")?;
-    let admin = std::fs::read_to_string(cp.kubeconfig_path())?;
-    let mut kubeconfig: serde_yaml::Value = serde_yaml::from_str(&admin)?;
-    for user in kubeconfig["users"]
-        .as_sequence_mut()
-        .context("users in the kubeconfig")?
-    {
-        let mut credentials = serde_yaml::Mapping::new();
-        credentials.insert("token".into(), token.clone().into());
-        user["user"] = serde_yaml::Value::Mapping(credentials);
-    }
-    let path = cp.data_dir().join("kubeconfig-book-rbac");
-    std::fs::write(&path, serde_yaml::to_string(&kubeconfig)?)?;
+    let path = cp.service_account_kubeconfig(ns, "controller").await?;
     let mut run = Run::start_with(env, &path, "step-7", ns, &[])?;
     run.transcript[0] = format!(
         "$ cargo run --bin step-7 -- --namespace {ns}   (as ServiceAccount {ns}/controller, no RoleBinding)"
