@@ -19,6 +19,7 @@ use crate::deployment::{is_controlled_by, new_deployment};
 use crate::diagnose::{Permission, READ, permission};
 use crate::handlers::Informers;
 use crate::informer::key_string;
+use crate::server::Probes;
 use crate::signals::Shutdown;
 use crate::workqueue::{self, RateLimiter, SyncFuture};
 
@@ -68,6 +69,16 @@ pub enum Error {
     Kube(#[from] kube::Error),
 }
 
+impl Error {
+    /// The `error` label of the failure metric.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Error::ResourceExists(_) => "resource_exists",
+            Error::Kube(_) => "api",
+        }
+    }
+}
+
 // ANCHOR: controller
 /// The sample controller. Go: the `Controller` struct.
 pub struct Controller {
@@ -76,6 +87,7 @@ pub struct Controller {
     deployments: Store<Deployment>,
     recorder: Recorder,
     limiter: Arc<RateLimiter<ObjectRef<Foo>>>,
+    probes: Arc<Probes>,
 }
 
 impl Controller {
@@ -95,7 +107,14 @@ impl Controller {
             foos,
             deployments,
             limiter: Arc::new(RateLimiter::sample_controller()),
+            probes: Arc::default(),
         }
+    }
+
+    /// Reports readiness and counts syncs in `probes` (served by
+    /// [`crate::server::serve`]). Not in Go.
+    pub fn with_probes(self, probes: Arc<Probes>) -> Self {
+        Self { probes, ..self }
     }
 
     /// Waits for the caches, then runs `workers` workers until `shutdown`,
@@ -114,6 +133,7 @@ impl Controller {
             synced = informers.wait_for_cache_sync() => synced?,
             () = shutdown.clone() => return Ok(()),
         }
+        self.probes.set_ready(true);
         tracing::info!(workers, "Starting workers");
         let controller = Arc::new(self);
         let queue = futures::StreamExt::take_until(informers.queue, shutdown);
@@ -122,7 +142,16 @@ impl Controller {
         workqueue::run(foos, queue, workers, limiter, |foo| -> SyncFuture<Error> {
             let controller = controller.clone();
             let span = tracing::info_span!("sync", objectRef = %key_string(&ObjectRef::from(foo.as_ref())));
-            Box::pin(async move { controller.sync_handler(&foo).await }.instrument(span))
+            Box::pin(
+                async move {
+                    let started = std::time::Instant::now();
+                    let result = controller.sync_handler(&foo).await;
+                    let error = result.as_ref().err().map(Error::kind);
+                    controller.probes.metrics.reconciled(started.elapsed(), error);
+                    result
+                }
+                .instrument(span),
+            )
         })
         .await;
         tracing::info!("Shutting down workers");

@@ -119,10 +119,27 @@ pub async fn preflight(
     ns: &NamespaceFlag,
     needed: &[Permission],
 ) -> anyhow::Result<()> {
+    check_reachable(client, url, ns).await?;
+    let denied = missing_permissions(client, ns, needed).await;
+    if !denied.is_empty() {
+        anyhow::bail!(
+            "RBAC forbids the user in your kubeconfig to do what this step needs in {}:\n  - {}\n\
+             Grant these (manifests/rbac.yaml has the controller's full list), or use a kubeconfig with more rights.",
+            ns.describe(),
+            denied.join("\n  - ")
+        );
+    }
+    Ok(())
+}
+// ANCHOR_END: preflight
+
+/// Fails with an explanation if the API server cannot be reached or the Foo
+/// CRD is not installed. A forbidden list passes: that is RBAC's business,
+/// which [`missing_permissions`] names verb by verb.
+pub async fn check_reachable(client: &Client, url: &str, ns: &NamespaceFlag) -> anyhow::Result<()> {
     let scope = ns.describe();
     let one = ListParams::default().limit(1);
     // Reachability first: a one-item list of Deployments exists in every cluster.
-    // A forbidden list is left to the access review below, which names the verb.
     let forbidden = |err: &kube::Error| matches!(err, kube::Error::Api(s) if s.is_forbidden());
     if let Err(err) = ns.api::<Deployment>(client).list_metadata(&one).await
         && !forbidden(&err)
@@ -134,22 +151,25 @@ pub async fn preflight(
     {
         anyhow::bail!(explain(&err, &format!("list foos in {scope}"), url));
     }
+    Ok(())
+}
+
+/// The permissions in `needed` that RBAC denies the current user, each as
+/// "verb resource.group (in scope)". A review that cannot be asked counts as allowed:
+/// the real request will say what is wrong.
+pub async fn missing_permissions(
+    client: &Client,
+    ns: &NamespaceFlag,
+    needed: &[Permission],
+) -> Vec<String> {
     let mut denied = Vec::new();
     for permission in needed {
         if !allowed(client, ns, permission).await.unwrap_or(true) {
             denied.push(permission.to_string());
         }
     }
-    if !denied.is_empty() {
-        anyhow::bail!(
-            "RBAC forbids the user in your kubeconfig to do what this step needs in {scope}:\n  - {}\n\
-             Grant these (manifests/rbac.yaml has the controller's full list), or use a kubeconfig with more rights.",
-            denied.join("\n  - ")
-        );
-    }
-    Ok(())
+    denied
 }
-// ANCHOR_END: preflight
 
 /// Asks the API server whether the current user may do `permission`
 /// (a SelfSubjectAccessReview, what `kubectl auth can-i` sends).

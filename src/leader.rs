@@ -1,0 +1,190 @@
+//! Leader election over a `coordination.k8s.io/v1` Lease, so that two or more
+//! replicas of step 7 can run and exactly one of them reconciles.
+//!
+//! Not in Go's sample-controller (it runs one replica). The Go equivalent is
+//! client-go's `tools/leaderelection` with a `LeaseLock`, as
+//! kube-controller-manager uses; here the Lease is held by
+//! [`kube_lease_manager`], which renews it with server-side apply.
+//!
+//! The life of a replica: stand by until it holds the Lease, then start the
+//! informers and workers; if it ever loses the Lease, exit (a Pod restarts and
+//! stands by again, like client-go's `OnStoppedLeading` in most controllers);
+//! on SIGTERM, finish the syncs in flight and release the Lease so a standby
+//! takes over at once instead of after the lease duration.
+
+use anyhow::Context as _;
+use kube::Client;
+use kube_lease_manager::{LeaseManager, LeaseManagerBuilder};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::server::Probes;
+use crate::signals::Shutdown;
+
+// ANCHOR: flags
+/// Leader election settings (names as in kube-controller-manager).
+#[derive(clap::Args, Debug, Clone)]
+pub struct LeaderFlags {
+    /// Run for leader through a Lease; only the leader reconciles. Use it when
+    /// running more than one replica.
+    #[arg(long)]
+    pub leader_elect: bool,
+
+    /// Name of the Lease.
+    #[arg(long, value_name = "NAME", default_value = "sample-controller")]
+    pub leader_elect_lease_name: String,
+
+    /// Namespace of the Lease (in a Pod, set POD_NAMESPACE from the downward API).
+    #[arg(
+        long,
+        value_name = "NS",
+        env = "POD_NAMESPACE",
+        default_value = "default"
+    )]
+    pub leader_elect_namespace: String,
+
+    /// This replica's name in the Lease (in a Pod, set POD_NAME from the
+    /// downward API). Default: host name and process ID.
+    #[arg(long, value_name = "ID", env = "POD_NAME")]
+    pub leader_elect_identity: Option<String>,
+
+    /// Seconds a leader that stops renewing keeps the Lease; a standby takes
+    /// over at most this long after the leader dies.
+    #[arg(long, value_name = "SECONDS", default_value_t = 15)]
+    pub leader_elect_lease_duration: u64,
+
+    /// Seconds before expiry at which the leader renews.
+    #[arg(long, value_name = "SECONDS", default_value_t = 5)]
+    pub leader_elect_renew_grace: u64,
+}
+// ANCHOR_END: flags
+
+impl LeaderFlags {
+    /// The identity this replica writes into the Lease.
+    pub fn identity(&self) -> String {
+        self.leader_elect_identity.clone().unwrap_or_else(|| {
+            let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+                .map(|h| h.trim().to_string())
+                .unwrap_or_else(|_| "localhost".into());
+            format!("{host}-{}", std::process::id())
+        })
+    }
+}
+
+// ANCHOR: lead
+/// Runs `work` (the informers and workers) on the leader only. Without
+/// `--leader-elect`, runs it at once. With it: stands by (ready, not leading)
+/// until this replica holds the Lease, then runs `work`; releases the Lease
+/// when `work` ends; fails if the Lease is lost while `work` runs.
+pub async fn run_when_leader<Fut>(
+    client: &Client,
+    flags: &LeaderFlags,
+    shutdown: Shutdown,
+    probes: &Probes,
+    work: impl FnOnce() -> Fut,
+) -> anyhow::Result<()>
+where
+    Fut: Future<Output = anyhow::Result<()>>,
+{
+    if !flags.leader_elect {
+        probes.metrics.set_leader(true);
+        return work().await;
+    }
+    probes.set_ready(true); // a standby is healthy
+    let Some(mut leadership) = acquire(client, flags, shutdown).await? else {
+        return Ok(()); // shut down while standing by
+    };
+    probes.set_ready(false); // until the caches are synced
+    probes.metrics.set_leader(true);
+    let lost = tokio::select! {
+        result = work() => Some(result),
+        () = leadership.lost() => None,
+    };
+    probes.metrics.set_leader(false);
+    match lost {
+        Some(result) => {
+            leadership.release().await;
+            result
+        }
+        None => anyhow::bail!(
+            "lost the leader Lease {} (renewals failed for the whole lease duration); \
+             exiting so that this replica restarts as a standby",
+            leadership.lease
+        ),
+    }
+}
+// ANCHOR_END: lead
+
+/// The Lease this replica holds, renewed in the background.
+pub struct Leadership {
+    state: watch::Receiver<bool>,
+    task: JoinHandle<kube_lease_manager::Result<LeaseManager>>,
+    lease: String,
+}
+
+// ANCHOR: acquire
+/// Stands by until this replica holds the Lease. Returns `None` if `shutdown`
+/// comes first.
+pub async fn acquire(
+    client: &Client,
+    flags: &LeaderFlags,
+    shutdown: Shutdown,
+) -> anyhow::Result<Option<Leadership>> {
+    let identity = flags.identity();
+    let lease = format!(
+        "{}/{}",
+        flags.leader_elect_namespace, flags.leader_elect_lease_name
+    );
+    let manager = LeaseManagerBuilder::new(client.clone(), &flags.leader_elect_lease_name)
+        .with_namespace(&flags.leader_elect_namespace)
+        .with_identity(&identity)
+        .with_duration(flags.leader_elect_lease_duration)
+        .with_grace(flags.leader_elect_renew_grace)
+        .build()
+        .await
+        .with_context(|| {
+            format!(
+                "cannot get or create the Lease {lease}: does the namespace exist, and may this \
+                 user get, create and patch leases.coordination.k8s.io there? \
+                 (manifests/rbac.yaml grants it in the namespace sample-controller)"
+            )
+        })?;
+    // The manager renews (or tries to take) the Lease in a background task and
+    // reports every change of "am I the holder?" on this channel.
+    let (mut state, task) = manager.watch().await;
+    tracing::info!(%lease, %identity, "waiting to become leader");
+    let became = tokio::select! {
+        became = state.wait_for(|leading| *leading) => became.map(|_| true),
+        () = shutdown => Ok(false),
+    };
+    if !became.context("the leader-election task stopped")? {
+        drop(state); // closing the channel stops the task
+        let _ = task.await;
+        return Ok(None);
+    }
+    tracing::info!(%lease, %identity, "became leader");
+    Ok(Some(Leadership { state, task, lease }))
+}
+// ANCHOR_END: acquire
+
+impl Leadership {
+    /// Completes when this replica no longer holds the Lease (another replica
+    /// took it after renewals failed for the whole lease duration).
+    pub async fn lost(&mut self) {
+        // An error means the task ended, which also ends our hold on the Lease.
+        let _ = self.state.wait_for(|leading| !*leading).await;
+    }
+
+    /// Gives the Lease up so a standby takes over now, not after it expires.
+    pub async fn release(self) {
+        let Leadership { state, task, lease } = self;
+        drop(state); // the task releases the Lease when its channel closes
+        match task.await {
+            Ok(Ok(_)) => tracing::info!(%lease, "released the leader lease"),
+            Ok(Err(err)) => {
+                tracing::warn!(%lease, error = %err, "cannot release the leader lease; it expires by itself")
+            }
+            Err(err) => tracing::warn!(%lease, error = %err, "leader-election task failed"),
+        }
+    }
+}
