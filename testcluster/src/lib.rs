@@ -134,6 +134,8 @@ pub struct ControlPlane {
     kubeconfig: PathBuf,
     server: String,
     processes: Vec<Process>,
+    /// Where kube-apiserver was in `processes`, its binary and flags, while it is stopped.
+    stopped_apiserver: Option<(usize, PathBuf, Vec<String>)>,
 }
 
 /// A process died because a port chosen for it was taken in the meantime.
@@ -191,6 +193,7 @@ impl ControlPlane {
             detached: false,
             server: String::new(),
             processes: Vec::new(),
+            stopped_apiserver: None,
         };
         let started = Instant::now();
         let result = async {
@@ -382,14 +385,32 @@ impl ControlPlane {
     /// then waits until it is ready: for tests of how clients live through an API server
     /// restart. Its new log is `kube-apiserver-restarted.log`.
     pub async fn restart_apiserver(&mut self) -> Result<()> {
+        self.stop_apiserver()?;
+        self.start_apiserver().await
+    }
+
+    /// Stops kube-apiserver (by PID; etcd and the rest keep running). Start it
+    /// again with [`ControlPlane::start_apiserver`].
+    pub fn stop_apiserver(&mut self) -> Result<()> {
         let index = self
             .processes
             .iter()
             .position(|p| p.name == Binary::KubeApiserver.name())
             .ok_or_else(|| anyhow!("kube-apiserver is not running"))?;
         let old = self.processes.remove(index);
-        let (exe, args) = (old.exe.clone(), old.args.clone());
+        self.stopped_apiserver = Some((index, old.exe.clone(), old.args.clone()));
         process::stop_all(&mut vec![old], STOP_GRACE);
+        process::write_record(&self.data_dir, &self.recorded())
+    }
+
+    /// Starts the kube-apiserver that [`ControlPlane::stop_apiserver`] stopped,
+    /// with the same flags, and waits until it is ready. Its new log is
+    /// `kube-apiserver-restarted.log`.
+    pub async fn start_apiserver(&mut self) -> Result<()> {
+        let (index, exe, args) = self
+            .stopped_apiserver
+            .take()
+            .ok_or_else(|| anyhow!("kube-apiserver was not stopped"))?;
         let log = self.log_dir().join("kube-apiserver-restarted.log");
         let name = Binary::KubeApiserver.name();
         let restarted = process::spawn(name, &exe, &args, &[], &log, self.detached)?;

@@ -16,6 +16,8 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 use tokio::sync::mpsc;
 
+pub mod proxy;
+
 /// How long a test waits for a line it expects before failing.
 pub const WAIT: Duration = Duration::from_secs(60);
 
@@ -274,6 +276,23 @@ impl Step {
         (status, self.output.join("\n"))
     }
 
+    /// The child's PID.
+    pub fn pid(&self) -> u32 {
+        self.child.id().expect("step still running")
+    }
+
+    /// Whether the process has not exited yet.
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// Kills the process with SIGKILL (by PID), as a crashed node would.
+    pub async fn kill(mut self) -> String {
+        self.child.kill().await.expect("kill");
+        self.drain_for(Duration::from_millis(200)).await;
+        self.output.join("\n")
+    }
+
     /// Sends SIGTERM (by PID) and waits for the process to exit.
     pub async fn terminate(self) -> (ExitStatus, String) {
         let pid = self.child.id().expect("step still running") as libc::pid_t;
@@ -281,4 +300,210 @@ impl Step {
         unsafe { libc::kill(pid, libc::SIGTERM) };
         self.wait().await
     }
+}
+
+/// A loopback port free right now (for a child's `--http-address`).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("address")
+        .port()
+}
+
+/// `GET http://127.0.0.1:{port}{path}`: the status code and body, or `None`
+/// if nothing answers.
+pub async fn http_get(port: u16, path: &str) -> Option<(u16, String)> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .ok()?;
+    let request = format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.ok()?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.ok()?;
+    let code = response.split(' ').nth(1)?.parse().ok()?;
+    let body = response
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())?;
+    Some((code, body))
+}
+
+/// The value of the metric line starting with `name` (labels included) in
+/// step 7's `/metrics`, or 0 if it is absent.
+pub async fn metric(port: u16, name: &str) -> f64 {
+    let (_, text) = http_get(port, "/metrics").await.expect("/metrics answers");
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+        .unwrap_or(0.0)
+}
+
+/// Fetches a Deployment, or `None` if it does not exist.
+pub async fn get_deployment(client: &kube::Client, ns: &str, name: &str) -> Option<Deployment> {
+    Api::<Deployment>::namespaced(client.clone(), ns)
+        .get_opt(name)
+        .await
+        .unwrap()
+}
+
+/// What of a foreign Deployment the controller must never change: everything
+/// but the status and the bookkeeping kube-controller-manager updates with it.
+pub fn untouchable(d: &Deployment) -> serde_json::Value {
+    let mut v = serde_json::to_value(d).unwrap();
+    v.as_object_mut().unwrap().remove("status");
+    let meta = v["metadata"].as_object_mut().unwrap();
+    meta.remove("resourceVersion");
+    meta.remove("managedFields");
+    v
+}
+
+/// The Events recorded in `ns` about Foo `name`, as `(type, reason, note)`.
+pub async fn events_for(
+    client: &kube::Client,
+    ns: &str,
+    name: &str,
+) -> Vec<(String, String, String)> {
+    let events: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(client.clone(), ns);
+    let list = events
+        .list(&kube::api::ListParams::default())
+        .await
+        .unwrap();
+    list.items
+        .into_iter()
+        .filter(|e| {
+            e.regarding.as_ref().is_some_and(|r| {
+                r.kind.as_deref() == Some("Foo") && r.name.as_deref() == Some(name)
+            })
+        })
+        .map(|e| {
+            (
+                e.type_.unwrap_or_default(),
+                e.reason.unwrap_or_default(),
+                e.note.unwrap_or_default(),
+            )
+        })
+        .collect()
+}
+
+/// Seconds since midnight (UTC) of a log line's leading RFC 3339 timestamp.
+pub fn line_time(line: &str) -> Option<f64> {
+    let time = line.split_whitespace().next()?.split_once('T')?.1;
+    let time = time.strip_suffix('Z')?;
+    let mut parts = time.split(':');
+    let h: f64 = parts.next()?.parse().ok()?;
+    let m: f64 = parts.next()?.parse().ok()?;
+    let s: f64 = parts.next()?.parse().ok()?;
+    Some(h * 3600.0 + m * 60.0 + s)
+}
+
+/// The `ClusterRole` and the `Role` in manifests/rbac.yaml.
+pub fn manifest_roles() -> (
+    k8s_openapi::api::rbac::v1::ClusterRole,
+    k8s_openapi::api::rbac::v1::Role,
+) {
+    let rbac = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/manifests/rbac.yaml"))
+        .expect("read manifests/rbac.yaml");
+    let docs: Vec<serde_json::Value> = serde_yaml::Deserializer::from_str(&rbac)
+        .map(|doc| serde::Deserialize::deserialize(doc).expect("YAML document"))
+        .collect();
+    let find = |kind: &str| {
+        docs.iter()
+            .find(|d| d["kind"] == kind)
+            .cloned()
+            .unwrap_or_else(|| panic!("a {kind} in manifests/rbac.yaml"))
+    };
+    (
+        serde_json::from_value(find("ClusterRole")).expect("ClusterRole"),
+        serde_json::from_value(find("Role")).expect("Role"),
+    )
+}
+
+/// Grants the ServiceAccount `sa` of `ns` the `rules` in `ns` (a Role and
+/// RoleBinding named `name`), replacing what an earlier call granted.
+pub async fn grant(
+    client: &Client,
+    ns: &str,
+    sa: &str,
+    name: &str,
+    rules: Vec<k8s_openapi::api::rbac::v1::PolicyRule>,
+) {
+    use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
+    use kube::api::{Patch, PatchParams};
+    let params = PatchParams::apply("tests").force();
+    let role: Role = serde_json::from_value(serde_json::json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+        "metadata": {"name": name, "namespace": ns},
+        "rules": rules,
+    }))
+    .expect("Role");
+    Api::<Role>::namespaced(client.clone(), ns)
+        .patch(name, &params, &Patch::Apply(&role))
+        .await
+        .expect("apply Role");
+    let binding: RoleBinding = serde_json::from_value(serde_json::json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+        "metadata": {"name": name, "namespace": ns},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+        "subjects": [{"kind": "ServiceAccount", "name": sa, "namespace": ns}],
+    }))
+    .expect("RoleBinding");
+    Api::<RoleBinding>::namespaced(client.clone(), ns)
+        .patch(name, &params, &Patch::Apply(&binding))
+        .await
+        .expect("apply RoleBinding");
+}
+
+/// Whether Foo `name` has a Deployment `deployment` it controls with
+/// `replicas` replicas, and reports them all available.
+pub async fn converged(
+    client: &Client,
+    ns: &str,
+    name: &str,
+    deployment: &str,
+    replicas: i32,
+) -> bool {
+    let Some(foo) = Api::<Foo>::namespaced(client.clone(), ns)
+        .get_opt(name)
+        .await
+        .expect("get Foo")
+    else {
+        return false;
+    };
+    let Some(d) = get_deployment(client, ns, deployment).await else {
+        return false;
+    };
+    sample_controller::deployment::is_controlled_by(&d, &foo)
+        && d.spec.as_ref().and_then(|s| s.replicas) == Some(replicas)
+        && foo.status.as_ref().map(|s| s.available_replicas) == Some(replicas)
+}
+
+/// Writes a fault's one-line summary where `cargo xtask faults` collects it
+/// (target/fault-report/), and prints it.
+pub fn report(fault: u32, line: &str) {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("../fault-report");
+    std::fs::create_dir_all(&dir).expect("create fault report dir");
+    let line = format!("fault {fault}: {line}");
+    println!("{line}");
+    std::fs::write(dir.join(format!("fault-{fault}.txt")), format!("{line}\n"))
+        .expect("write report");
+}
+
+/// Creates a Deployment nobody owns and waits until kube-controller-manager
+/// has annotated its revision, so a snapshot taken now changes only if
+/// someone else writes to it.
+pub async fn create_settled_foreign_deployment(
+    client: &Client,
+    ns: &str,
+    name: &str,
+) -> Deployment {
+    create_foreign_deployment(client, ns, name).await;
+    eventually(&format!("{name} has its revision annotation"), || async {
+        get_deployment(client, ns, name).await.filter(|d| {
+            d.metadata
+                .annotations
+                .as_ref()
+                .is_some_and(|a| a.contains_key("deployment.kubernetes.io/revision"))
+        })
+    })
+    .await
 }

@@ -7,6 +7,7 @@
 //! * `cargo xtask demo`: step 7 and the example Foo, on your cluster or a local one.
 //! * `cargo xtask test`: the README's test command.
 //! * `cargo xtask parity`: the Go-versus-Rust parity tests alone.
+//! * `cargo xtask faults`: the fault suite alone, one line per fault.
 //! * `cargo xtask bench`: figures for the book's Performance page.
 
 mod bench;
@@ -42,6 +43,9 @@ enum Command {
     Test,
     /// Only the parity tests: Go sample-controller and Rust step 7, same scenarios, same end state.
     Parity,
+    /// Only the fault suite (tests/faults.rs): step 7 on the local control plane while things
+    /// go wrong; prints one line per fault with what was checked.
+    Faults,
     /// Measure Rust step 7 against the Go original and a bare client (takes about half an hour).
     Bench(bench::BenchArgs),
     /// The book in book/: `outputs` (captured step runs), `build`, `check`.
@@ -87,6 +91,7 @@ async fn main() -> ExitCode {
         Command::Demo => demo::demo().await,
         Command::Test => test(),
         Command::Parity => parity(),
+        Command::Faults => faults(),
         Command::Bench(args) => bench::bench(args).await,
         Command::Book(command) => book::run(command).await,
     };
@@ -115,6 +120,7 @@ fn test() -> Result<()> {
     println!(
         "==> cargo test --workspace (unit, mock API server, end-to-end and parity against local control planes)"
     );
+    clear_fault_report()?;
     let status = std::process::Command::new(env!("CARGO"))
         .args(["test", "--workspace"])
         .current_dir(repo_root())
@@ -123,6 +129,8 @@ fn test() -> Result<()> {
     if !status.success() {
         anyhow::bail!("cargo test --workspace failed");
     }
+    println!("==> The fault suite (tests/faults.rs, run above)");
+    print_fault_report()?;
     println!(
         "==> cargo xtask book check (includes, anchors, links, pinned Go links, diagrams in Chromium)"
     );
@@ -146,6 +154,58 @@ fn parity() -> Result<()> {
         .context("running cargo test --test parity")?;
     if !status.success() {
         anyhow::bail!("the parity tests failed");
+    }
+    Ok(())
+}
+
+/// `cargo test --test faults`, then the one-line summary each fault wrote.
+fn faults() -> Result<()> {
+    build(&[])?;
+    clear_fault_report()?;
+    let status = std::process::Command::new(env!("CARGO"))
+        .args(["test", "--test", "faults", "--", "--test-threads=9"])
+        .current_dir(repo_root())
+        .status()
+        .context("running cargo test --test faults")?;
+    print_fault_report()?;
+    if !status.success() {
+        anyhow::bail!("the fault suite failed");
+    }
+    Ok(())
+}
+
+/// Where each fault test writes its summary line (tests/support `report`).
+fn fault_report_dir() -> PathBuf {
+    repo_root().join("target").join("fault-report")
+}
+
+fn clear_fault_report() -> Result<()> {
+    match std::fs::remove_dir_all(fault_report_dir()) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e.into()),
+        _ => Ok(()),
+    }
+}
+
+/// Prints the faults' summary lines in order; fails unless all nine reported.
+fn print_fault_report() -> Result<()> {
+    let mut lines = Vec::new();
+    for n in 1..=9 {
+        let path = fault_report_dir().join(format!("fault-{n}.txt"));
+        match std::fs::read_to_string(&path) {
+            Ok(line) => lines.push(line.trim_end().to_string()),
+            Err(_) => lines.push(format!(
+                "fault {n}: FAILED (no report; see the test output above)"
+            )),
+        }
+    }
+    for line in &lines {
+        println!("  {line}");
+    }
+    if lines
+        .iter()
+        .any(|l| l.ends_with("see the test output above)"))
+    {
+        anyhow::bail!("not every fault passed");
     }
     Ok(())
 }
