@@ -9,8 +9,13 @@
 //! The life of a replica: stand by until it holds the Lease, then start the
 //! informers and workers; if it ever loses the Lease, exit (a Pod restarts and
 //! stands by again, like client-go's `OnStoppedLeading` in most controllers);
-//! on SIGTERM, finish the syncs in flight and release the Lease so a standby
-//! takes over at once instead of after the lease duration.
+//! on SIGTERM, finish the syncs in flight and release the Lease.
+//!
+//! A standby does not watch the Lease: it sleeps until the expiry it last
+//! read, then looks again. So a standby takes over at most one lease duration
+//! after the leader stops renewing, whether the leader died (the Lease
+//! expires) or stopped cleanly (the Lease was released: it is taken without
+//! first being forced free).
 
 use anyhow::Context as _;
 use kube::Client;
@@ -175,7 +180,8 @@ impl Leadership {
         let _ = self.state.wait_for(|leading| !*leading).await;
     }
 
-    /// Gives the Lease up so a standby takes over now, not after it expires.
+    /// Gives the Lease up (clears its holder), so that no replica has to wait
+    /// for it to expire and force it free.
     pub async fn release(self) {
         let Leadership { state, task, lease } = self;
         drop(state); // the task releases the Lease when its channel closes

@@ -334,7 +334,7 @@ impl ControlPlane {
         Ok(())
     }
 
-    /// Creates ServiceAccount `name` in namespace `ns`, asks for a one-hour
+    /// Creates ServiceAccount `name` in namespace `ns` (unless it exists), asks for a one-hour
     /// token, and writes a kubeconfig that authenticates with it (same cluster
     /// as the admin kubeconfig): for tests of what a user without RBAC grants
     /// sees. Returns the kubeconfig's path (in the data directory).
@@ -349,10 +349,13 @@ impl ControlPlane {
             },
             ..Default::default()
         };
-        accounts
-            .create(&PostParams::default(), &account)
-            .await
-            .with_context(|| format!("creating ServiceAccount {ns}/{name}"))?;
+        // An existing one (from manifests/rbac.yaml, say) is used as it is.
+        match accounts.create(&PostParams::default(), &account).await {
+            Err(kube::Error::Api(status)) if status.code == 409 => {}
+            other => {
+                other.with_context(|| format!("creating ServiceAccount {ns}/{name}"))?;
+            }
+        }
         // No token Secret is created for a ServiceAccount any more; request one.
         let request = TokenRequest {
             spec: Some(TokenRequestSpec {

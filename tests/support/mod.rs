@@ -183,8 +183,19 @@ impl Step {
 
     /// Starts any program (called `name` in the test output) with `args`.
     pub fn start_program(name: &str, path: &std::path::Path, args: &[String]) -> Step {
+        Self::start_program_with_env(name, path, args, &[])
+    }
+
+    /// Starts any program with `args` and extra environment variables `envs`.
+    pub fn start_program_with_env(
+        name: &str,
+        path: &std::path::Path,
+        args: &[String],
+        envs: &[(&str, &str)],
+    ) -> Step {
         let mut child = Command::new(path)
             .args(args)
+            .envs(envs.iter().copied())
             .env("RUST_LOG", "info")
             .env_remove("KUBECONFIG")
             .stdin(Stdio::null())
@@ -226,6 +237,20 @@ impl Step {
             parts.iter().all(|p| line.contains(p))
         })
         .await
+    }
+
+    /// Waits up to `timeout` for a line containing every one of `parts`;
+    /// `None` if none came (or the process exited).
+    pub async fn line_within(&mut self, parts: &[&str], timeout: Duration) -> Option<String> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        while let Ok(Some(line)) = tokio::time::timeout_at(deadline, self.lines.recv()).await {
+            println!("[{}] {line}", self.name);
+            self.output.push(line.clone());
+            if parts.iter().all(|p| line.contains(p)) {
+                return Some(line);
+            }
+        }
+        None
     }
 
     /// Waits for a line matching `matches` (described by `what` in failures).

@@ -1,0 +1,554 @@
+//! End-to-end: step 7 as it runs in a cluster. Least-privilege RBAC proven
+//! rule by rule, leader election with two and three replicas, the manifests
+//! accepted by the API server, and the static musl binary (what the
+//! Dockerfile puts in the image) run with the manifests' arguments, RBAC and
+//! probes.
+
+mod support;
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::api::rbac::v1::PolicyRule;
+use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams};
+use kube::discovery::{Scope, pinned_kind};
+use kube::{Client, ResourceExt};
+use sample_controller::Foo;
+use serde_json::json;
+use support::*;
+
+/// How long one stage of the flow may take before it counts as failed.
+const STAGE: Duration = Duration::from_secs(30);
+
+/// The stages of the create / scale / delete-child flow, in order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stage {
+    BecomesLeader,
+    CreatesDeployment,
+    ReportsStatus,
+    RecordsSyncedEvent,
+    CountsRepeatedEvents,
+    Scales,
+    RecreatesDeployment,
+}
+
+/// Polls `check` every 250 ms for up to [`STAGE`].
+async fn within<F, Fut>(mut check: F) -> bool
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let deadline = Instant::now() + STAGE;
+    while Instant::now() < deadline {
+        if check().await {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    false
+}
+
+/// The Synced Event about Foo `name`, if recorded.
+async fn synced_event(client: &Client, ns: &str, name: &str) -> Option<Event> {
+    let events: Api<Event> = Api::namespaced(client.clone(), ns);
+    events
+        .list(&ListParams::default())
+        .await
+        .expect("list events")
+        .items
+        .into_iter()
+        .find(|e| {
+            e.reason.as_deref() == Some("Synced")
+                && e.regarding
+                    .as_ref()
+                    .is_some_and(|r| r.name.as_deref() == Some(name))
+        })
+}
+
+/// Runs the flow against a running step 7 with `--leader-elect`; returns the
+/// first stage that did not happen within [`STAGE`].
+async fn flow(client: &Client, ns: &str, step: &mut Step) -> Result<(), Stage> {
+    let ok = |done: bool, stage| if done { Ok(()) } else { Err(stage) };
+    ok(
+        step.line_within(&["became leader"], STAGE).await.is_some(),
+        Stage::BecomesLeader,
+    )?;
+    create_foo(client, ns, "app", "app-nginx", Some(1)).await;
+    let foos: Api<Foo> = Api::namespaced(client.clone(), ns);
+    let owned = || async {
+        let foo = foos.get("app").await.expect("get Foo");
+        get_deployment(client, ns, "app-nginx")
+            .await
+            .filter(|d| sample_controller::deployment::is_controlled_by(d, &foo))
+    };
+    ok(
+        within(|| async { owned().await.is_some() }).await,
+        Stage::CreatesDeployment,
+    )?;
+    ok(
+        within(|| async { converged(client, ns, "app", "app-nginx", 1).await }).await,
+        Stage::ReportsStatus,
+    )?;
+    ok(
+        within(|| async { synced_event(client, ns, "app").await.is_some() }).await,
+        Stage::RecordsSyncedEvent,
+    )?;
+    // Creating a Deployment takes several syncs (its status changes as Pods
+    // come up), each recording Synced again: a repeat patches the Event's series.
+    let repeated = || async {
+        synced_event(client, ns, "app")
+            .await
+            .and_then(|e| e.series)
+            .is_some_and(|s| s.count >= 2)
+    };
+    ok(within(repeated).await, Stage::CountsRepeatedEvents)?;
+    foos.patch(
+        "app",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"replicas": 2}})),
+    )
+    .await
+    .expect("scale Foo");
+    ok(
+        within(|| async { converged(client, ns, "app", "app-nginx", 2).await }).await,
+        Stage::Scales,
+    )?;
+    let old = owned().await.and_then(|d| d.uid());
+    delete(
+        &Api::<Deployment>::namespaced(client.clone(), ns),
+        "app-nginx",
+    )
+    .await;
+    let recreated = || async { owned().await.is_some_and(|d| d.uid() != old) };
+    ok(within(recreated).await, Stage::RecreatesDeployment)
+}
+
+/// Which stage fails without `verb` on `resource`, and why the controller
+/// needs it. A rule in manifests/rbac.yaml with no entry here fails the test.
+fn needed_for(resource: &str, verb: &str) -> Option<(Stage, &'static str)> {
+    use Stage::*;
+    Some(match (resource, verb) {
+        ("foos", "list") => (CreatesDeployment, "the Foo informer's list"),
+        ("foos", "watch") => (CreatesDeployment, "the Foo informer's watch"),
+        ("foos/status", "patch") => (ReportsStatus, "the status write"),
+        ("deployments", "list") => (CreatesDeployment, "the Deployment informer's list"),
+        ("deployments", "watch") => (ReportsStatus, "the Deployment informer's watch"),
+        ("deployments", "create") => (CreatesDeployment, "creating a Foo's Deployment"),
+        ("deployments", "patch") => (Scales, "scaling a Foo's Deployment"),
+        ("events", "create") => (RecordsSyncedEvent, "recording an Event"),
+        ("events", "patch") => (CountsRepeatedEvents, "counting a repeated Event"),
+        ("leases", "get" | "create" | "patch") => (BecomesLeader, "holding the leader Lease"),
+        _ => return None,
+    })
+}
+
+/// Every rule of manifests/rbac.yaml (ClusterRole and Role), one verb each.
+fn manifest_rules() -> Vec<PolicyRule> {
+    let (cluster_role, role) = manifest_roles();
+    let mut rules = cluster_role.rules.unwrap_or_default();
+    rules.extend(role.rules.unwrap_or_default());
+    rules
+}
+
+/// The rules with `verb` removed from `resource` (and a rule left empty dropped).
+fn without(rules: &[PolicyRule], resource: &str, verb: &str) -> Vec<PolicyRule> {
+    rules
+        .iter()
+        .cloned()
+        .filter_map(|mut rule| {
+            if rule.resources.iter().flatten().any(|r| r == resource) {
+                rule.verbs.retain(|v| v != verb);
+            }
+            (!rule.verbs.is_empty()).then_some(rule)
+        })
+        .collect()
+}
+
+/// Runs step 7 as a ServiceAccount granted `rules` in a fresh namespace,
+/// through the flow; returns the flow's result and step 7's output.
+async fn run_as_service_account(
+    label: &str,
+    rules: Vec<PolicyRule>,
+) -> (Result<(), Stage>, String) {
+    let (cp, client) = cluster().await;
+    let ns = namespace(&client, label).await;
+    let kubeconfig = cp
+        .service_account_kubeconfig(&ns, "controller")
+        .await
+        .unwrap();
+    grant(&client, &ns, "controller", "controller", rules).await;
+    let mut step = Step::start(
+        "step-7",
+        &kubeconfig,
+        Some(&ns),
+        &["--leader-elect", "--leader-elect-namespace", &ns],
+    );
+    let result = flow(&client, &ns, &mut step).await;
+    step.drain_for(Duration::from_secs(1)).await;
+    let output = step.kill().await;
+    (result, output)
+}
+
+#[tokio::test]
+async fn every_rule_in_manifests_rbac_is_needed_and_together_they_are_enough() {
+    let rules = manifest_rules();
+    let mut pairs = Vec::new();
+    for rule in &rules {
+        for resource in rule.resources.iter().flatten() {
+            for verb in &rule.verbs {
+                let why = needed_for(resource, verb).unwrap_or_else(|| {
+                    panic!(
+                        "manifests/rbac.yaml grants `{verb} {resource}`, which no scenario needs"
+                    )
+                });
+                pairs.push((resource.clone(), verb.clone(), why));
+            }
+        }
+    }
+    let baseline = run_as_service_account("lp-all", rules.clone());
+    let variants = futures::future::join_all(pairs.iter().map(|(resource, verb, _)| {
+        let label = format!("lp-{}-{verb}", resource.replace('/', "-"));
+        run_as_service_account_owned(label, without(&rules, resource, verb))
+    }));
+    let ((all, all_output), results) = tokio::join!(baseline, variants);
+    assert_eq!(
+        all,
+        Ok(()),
+        "manifests/rbac.yaml is enough for the whole flow:\n{all_output}"
+    );
+    let mut table = Vec::new();
+    for ((resource, verb, (stage, why)), (result, output)) in pairs.iter().zip(results) {
+        assert_eq!(
+            result,
+            Err(*stage),
+            "without `{verb} {resource}` ({why}) the flow should stop at {stage:?}:\n{output}"
+        );
+        let named = output.lines().any(|l| {
+            l.contains(&format!("cannot {verb} resource"))
+                && l.contains(resource.as_str())
+                && !l.contains("RBAC denies") // the start-up warning alone is not enough
+        });
+        assert!(
+            named,
+            "the log names the forbidden `{verb} {resource}`:\n{output}"
+        );
+        table.push(format!(
+            "  without {verb:>6} {resource:<12} → fails at {stage:?} ({why})"
+        ));
+    }
+    println!(
+        "every rule needed ({} verbs), all together enough:\n{}",
+        pairs.len(),
+        table.join("\n")
+    );
+}
+
+/// [`run_as_service_account`] taking an owned label (for `join_all`).
+async fn run_as_service_account_owned(
+    label: String,
+    rules: Vec<PolicyRule>,
+) -> (Result<(), Stage>, String) {
+    run_as_service_account(&label, rules).await
+}
+
+/// Starts step 7 with leader election on a short lease in `ns`.
+fn replica(kubeconfig: &std::path::Path, ns: &str, identity: &str, port: u16) -> Step {
+    Step::start(
+        "step-7",
+        kubeconfig,
+        Some(ns),
+        &[
+            "--leader-elect",
+            "--leader-elect-namespace",
+            ns,
+            "--leader-elect-identity",
+            identity,
+            "--leader-elect-lease-duration",
+            "6",
+            "--leader-elect-renew-grace",
+            "2",
+            "--http-address",
+            &format!("127.0.0.1:{port}"),
+        ],
+    )
+}
+
+async fn holder(client: &Client, ns: &str) -> Option<String> {
+    Api::<Lease>::namespaced(client.clone(), ns)
+        .get_opt("sample-controller")
+        .await
+        .expect("get Lease")
+        .and_then(|l| l.spec?.holder_identity)
+}
+
+#[tokio::test]
+async fn only_the_leader_reconciles_and_a_standby_takes_over_when_it_dies_or_stops() {
+    let (cp, client) = cluster().await;
+    let ns = namespace(&client, "leader").await;
+    let (port_a, port_b, port_c) = (free_port(), free_port(), free_port());
+    let mut a = replica(cp.kubeconfig_path(), &ns, "a", port_a);
+    a.expect(&["became leader"]).await;
+    let mut b = replica(cp.kubeconfig_path(), &ns, "b", port_b);
+    b.expect(&["waiting to become leader"]).await;
+    assert_eq!(holder(&client, &ns).await.as_deref(), Some("a"));
+
+    create_foo(&client, &ns, "first", "first-nginx", Some(1)).await;
+    eventually("first converged", || async {
+        converged(&client, &ns, "first", "first-nginx", 1)
+            .await
+            .then_some(())
+    })
+    .await;
+    // Both ready (a standby is healthy); only a leads and reconciles.
+    for port in [port_a, port_b] {
+        assert_eq!(http_get(port, "/readyz").await.map(|r| r.0), Some(200));
+    }
+    assert_eq!(metric(port_a, "sample_controller_leader").await, 1.0);
+    assert_eq!(metric(port_b, "sample_controller_leader").await, 0.0);
+    assert!(metric(port_a, "sample_controller_reconciles_total").await >= 1.0);
+    assert_eq!(
+        metric(port_b, "sample_controller_reconciles_total").await,
+        0.0
+    );
+
+    // The leader dies without releasing the Lease: b waits for it to expire.
+    a.kill().await;
+    let killed = Instant::now();
+    create_foo(&client, &ns, "second", "second-nginx", Some(1)).await;
+    b.expect(&["became leader"]).await;
+    let takeover = killed.elapsed();
+    assert!(
+        takeover <= Duration::from_secs(6 + 2),
+        "takeover within the 6 s lease duration (+ up to 1 s of jitter, 1 s of slack): {takeover:?}"
+    );
+    eventually("second converged under b", || async {
+        converged(&client, &ns, "second", "second-nginx", 1)
+            .await
+            .then_some(())
+    })
+    .await;
+    assert_eq!(holder(&client, &ns).await.as_deref(), Some("b"));
+    assert!(b.output.iter().all(|l| !l.contains("panicked")));
+
+    // The leader stops cleanly: it finishes, releases the Lease, and c takes over.
+    let mut c = replica(cp.kubeconfig_path(), &ns, "c", port_c);
+    c.expect(&["waiting to become leader"]).await;
+    let stopping = Instant::now();
+    let (status, output) = b.terminate().await;
+    assert!(status.success(), "{output}");
+    assert!(output.contains("released the leader lease"), "{output}");
+    c.expect(&["became leader"]).await;
+    let handover = stopping.elapsed();
+    // kube-lease-manager's standby does not watch the Lease: it sleeps until
+    // the expiry it last saw, then finds the Lease free (no forced release).
+    assert!(
+        handover <= Duration::from_secs(6 + 2),
+        "a released Lease is taken within the lease duration: {handover:?}"
+    );
+    let (status, output) = c.terminate().await;
+    assert!(status.success(), "{output}");
+    println!(
+        "leader killed: standby took over after {:.1}s (lease 6 s); leader stopped: handover in {:.1}s",
+        takeover.as_secs_f64(),
+        handover.as_secs_f64()
+    );
+}
+
+/// The YAML documents of `manifests/<file>`.
+fn manifest(file: &str) -> Vec<serde_json::Value> {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("manifests")
+        .join(file);
+    let text = std::fs::read_to_string(&path).expect("read manifest");
+    serde_yaml::Deserializer::from_str(&text)
+        .map(|doc| serde::Deserialize::deserialize(doc).expect("YAML document"))
+        .filter(|v: &serde_json::Value| !v.is_null())
+        .collect()
+}
+
+/// Server-side applies `doc` (a dry run unless `for_real`).
+async fn apply(client: &Client, doc: &serde_json::Value, for_real: bool) -> kube::Result<()> {
+    let obj: DynamicObject = serde_json::from_value(doc.clone()).expect("object");
+    let gvk = kube::api::GroupVersionKind::try_from(obj.types.as_ref().expect("types"))
+        .expect("group/version/kind");
+    let (resource, capabilities) = pinned_kind(client, &gvk).await?;
+    let api: Api<DynamicObject> = match capabilities.scope {
+        Scope::Namespaced => Api::namespaced_with(
+            client.clone(),
+            &obj.namespace().expect("namespace"),
+            &resource,
+        ),
+        Scope::Cluster => Api::all_with(client.clone(), &resource),
+    };
+    let mut params = PatchParams::apply("manifest-test").force();
+    params.dry_run = !for_real;
+    api.patch(&obj.name_any(), &params, &Patch::Apply(&obj))
+        .await
+        .map(|_| ())
+}
+
+#[tokio::test]
+async fn the_manifests_pass_server_side_dry_run_and_the_kustomization_lists_them() {
+    let (_, client) = cluster().await;
+    let kustomization = manifest("kustomization.yaml");
+    let resources: Vec<&str> = kustomization[0]["resources"]
+        .as_array()
+        .expect("resources")
+        .iter()
+        .filter_map(|r| r.as_str())
+        .collect();
+    assert_eq!(resources, ["crd.yaml", "rbac.yaml", "controller.yaml"]);
+    // Namespaced objects can only be dry-run in a namespace that exists.
+    let namespace = manifest("rbac.yaml")
+        .into_iter()
+        .find(|d| d["kind"] == "Namespace")
+        .expect("rbac.yaml creates the namespace");
+    apply(&client, &namespace, true).await.unwrap();
+    let mut checked = Vec::new();
+    for file in resources {
+        for doc in manifest(file) {
+            let what = format!("{file}: {} {}", doc["kind"], doc["metadata"]["name"]);
+            if let Err(err) = apply(&client, &doc, false).await {
+                panic!("{what} rejected by the API server: {err}");
+            }
+            checked.push(what);
+        }
+    }
+    assert!(checked.iter().any(|w| w.contains("\"Deployment\"")));
+    println!("server-side dry-run accepted:\n  {}", checked.join("\n  "));
+}
+
+/// Builds step 7 for x86_64-unknown-linux-musl exactly as the Dockerfile
+/// does (in its own target directory, so it never waits on this test's
+/// cargo), and returns the binary's path.
+fn build_musl_step_7() -> PathBuf {
+    let target_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/musl");
+    let status = std::process::Command::new(env!("CARGO"))
+        .args([
+            "build",
+            "--release",
+            "--locked",
+            "--target",
+            "x86_64-unknown-linux-musl",
+            "--bin",
+            "step-7",
+        ])
+        .env("CARGO_TARGET_DIR", &target_dir)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .status()
+        .expect("run cargo build");
+    assert!(
+        status.success(),
+        "the musl build failed: it needs `rustup target add x86_64-unknown-linux-musl` and musl-gcc (Debian: musl-tools), which .ci/run installs"
+    );
+    target_dir.join("x86_64-unknown-linux-musl/release/step-7")
+}
+
+/// Whether an ELF file asks for a dynamic loader (has a PT_INTERP header).
+fn has_interpreter(elf: &[u8]) -> bool {
+    assert_eq!(&elf[..4], b"\x7fELF", "an ELF file");
+    let u16_at = |o: usize| u16::from_le_bytes([elf[o], elf[o + 1]]) as usize;
+    let phoff = u64::from_le_bytes(elf[0x20..0x28].try_into().unwrap()) as usize;
+    let (size, count) = (u16_at(0x36), u16_at(0x38));
+    (0..count).any(|i| {
+        let at = phoff + i * size;
+        u32::from_le_bytes(elf[at..at + 4].try_into().unwrap()) == 3 // PT_INTERP
+    })
+}
+
+#[tokio::test]
+async fn the_static_musl_binary_runs_with_the_manifests_args_rbac_and_probes() {
+    let (cp, client) = cluster().await;
+    let binary = build_musl_step_7();
+    let bytes = std::fs::read(&binary).unwrap();
+    assert!(
+        !has_interpreter(&bytes),
+        "statically linked: no dynamic loader"
+    );
+
+    // The real RBAC objects from manifests/rbac.yaml.
+    for doc in manifest("rbac.yaml") {
+        apply(&client, &doc, true).await.unwrap();
+    }
+    let deployment = manifest("controller.yaml")
+        .into_iter()
+        .find(|d| d["kind"] == "Deployment")
+        .expect("a Deployment");
+    let pod = &deployment["spec"]["template"]["spec"];
+    let account = pod["serviceAccountName"].as_str().unwrap();
+    let lease_ns = deployment["metadata"]["namespace"].as_str().unwrap();
+    let container = &pod["containers"][0];
+    let kubeconfig = cp
+        .service_account_kubeconfig(lease_ns, account)
+        .await
+        .unwrap();
+
+    // The manifest's arguments, bound to loopback instead of every interface.
+    let port = free_port();
+    let ns = namespace(&client, "musl").await;
+    let mut args: Vec<String> = container["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            a.as_str()
+                .unwrap()
+                .replace("0.0.0.0:8080", &format!("127.0.0.1:{port}"))
+        })
+        .collect();
+    assert!(
+        args.iter().any(|a| a.contains(&port.to_string())),
+        "{args:?}"
+    );
+    args.extend(["--kubeconfig".into(), kubeconfig.display().to_string()]);
+    args.extend(["--namespace".into(), ns.clone()]);
+    // What the downward API would set.
+    let envs: Vec<&str> = container["env"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["name"].as_str())
+        .collect();
+    assert!(envs.contains(&"POD_NAME") && envs.contains(&"POD_NAMESPACE"));
+    let downward = [
+        ("POD_NAMESPACE", lease_ns),
+        ("POD_NAME", "sample-controller-test-0"),
+    ];
+    let mut step = Step::start_program_with_env("musl step-7", &binary, &args, &downward);
+    step.expect(&["became leader", &format!("lease={lease_ns}/")])
+        .await;
+
+    let liveness = container["livenessProbe"]["httpGet"]["path"]
+        .as_str()
+        .unwrap();
+    let readiness = container["readinessProbe"]["httpGet"]["path"]
+        .as_str()
+        .unwrap();
+    eventually("the readiness probe passes", || async {
+        (http_get(port, readiness).await.map(|r| r.0) == Some(200)).then_some(())
+    })
+    .await;
+    assert_eq!(http_get(port, liveness).await.map(|r| r.0), Some(200));
+
+    create_foo(&client, &ns, "static", "static-nginx", Some(2)).await;
+    eventually("static converged", || async {
+        converged(&client, &ns, "static", "static-nginx", 2)
+            .await
+            .then_some(())
+    })
+    .await;
+    assert!(metric(port, "sample_controller_reconciles_total").await >= 1.0);
+    let (status, output) = step.terminate().await;
+    assert!(status.success(), "{output}");
+    assert!(
+        !output.contains("RBAC denies"),
+        "rbac.yaml grants everything:\n{output}"
+    );
+    println!(
+        "static musl step-7 ({:.1} MiB) ran as {lease_ns}/{account} with {args:?}",
+        bytes.len() as f64 / 1048576.0
+    );
+}
