@@ -4,21 +4,26 @@
 //! Not in Go's sample-controller (it runs one replica). The Go equivalent is
 //! client-go's `tools/leaderelection` with a `LeaseLock`, as
 //! kube-controller-manager uses; here the Lease is held by
-//! [`kube_lease_manager`], which renews it with server-side apply.
+//! [`kube_lease_manager`], which takes it with server-side apply and renews
+//! it with patches.
 //!
 //! The life of a replica: stand by until it holds the Lease, then start the
 //! informers and workers; if it ever loses the Lease, exit (a Pod restarts and
 //! stands by again, like client-go's `OnStoppedLeading` in most controllers);
 //! on SIGTERM, finish the syncs in flight and release the Lease.
 //!
-//! A standby does not watch the Lease: it sleeps until the expiry it last
-//! read, then looks again. So a standby takes over at most one lease duration
-//! after the leader stops renewing, whether the leader died (the Lease
-//! expires) or stopped cleanly (the Lease was released: it is taken without
-//! first being forced free).
+//! kube-lease-manager's standby does not watch the Lease: it sleeps until the
+//! expiry it last read. Alone, that makes a standby wait up to a whole lease
+//! duration after the leader released the Lease. So a standby here also
+//! reads the Lease every `--leader-elect-retry-period` (client-go's
+//! `RetryPeriod`), and when it sees the Lease free, starts a new manager,
+//! which takes it at once.
+
+use std::time::Duration;
 
 use anyhow::Context as _;
-use kube::Client;
+use k8s_openapi::api::coordination::v1::Lease;
+use kube::{Api, Client};
 use kube_lease_manager::{LeaseManager, LeaseManagerBuilder};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -61,6 +66,11 @@ pub struct LeaderFlags {
     /// Seconds before expiry at which the leader renews.
     #[arg(long, value_name = "SECONDS", default_value_t = 5)]
     pub leader_elect_renew_grace: u64,
+
+    /// Seconds between a standby's looks at the Lease (to take it as soon
+    /// as the leader releases it).
+    #[arg(long, value_name = "SECONDS", default_value_t = 2)]
+    pub leader_elect_retry_period: u64,
 }
 // ANCHOR_END: flags
 
@@ -112,8 +122,8 @@ where
             result
         }
         None => anyhow::bail!(
-            "lost the leader Lease {} (renewals failed for the whole lease duration); \
-             exiting so that this replica restarts as a standby",
+            "lost the leader Lease {}: another replica holds it (this one did not renew it \
+             in time); exiting so that this replica restarts as a standby",
             leadership.lease
         ),
     }
@@ -125,6 +135,14 @@ pub struct Leadership {
     state: watch::Receiver<bool>,
     task: JoinHandle<kube_lease_manager::Result<LeaseManager>>,
     lease: String,
+}
+
+/// How standing by ended.
+enum Standby {
+    Leader,
+    Shutdown,
+    TaskEnded,
+    Released,
 }
 
 // ANCHOR: acquire
@@ -140,37 +158,78 @@ pub async fn acquire(
         "{}/{}",
         flags.leader_elect_namespace, flags.leader_elect_lease_name
     );
-    let manager = LeaseManagerBuilder::new(client.clone(), &flags.leader_elect_lease_name)
-        .with_namespace(&flags.leader_elect_namespace)
-        .with_identity(&identity)
-        .with_duration(flags.leader_elect_lease_duration)
-        .with_grace(flags.leader_elect_renew_grace)
-        .build()
-        .await
-        .with_context(|| {
-            format!(
-                "cannot get or create the Lease {lease}: does the namespace exist, and may this \
-                 user get, create and patch leases.coordination.k8s.io there? \
-                 (manifests/rbac.yaml grants it in the namespace sample-controller)"
-            )
-        })?;
-    // The manager renews (or tries to take) the Lease in a background task and
-    // reports every change of "am I the holder?" on this channel.
-    let (mut state, task) = manager.watch().await;
     tracing::info!(%lease, %identity, "waiting to become leader");
-    let became = tokio::select! {
-        became = state.wait_for(|leading| *leading) => became.map(|_| true),
-        () = shutdown => Ok(false),
-    };
-    if !became.context("the leader-election task stopped")? {
-        drop(state); // closing the channel stops the task
-        let _ = task.await;
-        return Ok(None);
+    loop {
+        let manager = LeaseManagerBuilder::new(client.clone(), &flags.leader_elect_lease_name)
+            .with_namespace(&flags.leader_elect_namespace)
+            .with_identity(&identity)
+            .with_duration(flags.leader_elect_lease_duration)
+            .with_grace(flags.leader_elect_renew_grace)
+            .build()
+            .await
+            .with_context(|| {
+                format!(
+                    "cannot get or create the Lease {lease}: does the namespace exist, and may \
+                     this user get, create and patch leases.coordination.k8s.io there? \
+                     (manifests/rbac.yaml grants it in the namespace sample-controller)"
+                )
+            })?;
+        // The manager renews (or tries to take) the Lease in a background task
+        // and reports every change of "am I the holder?" on this channel.
+        let (mut state, task) = manager.watch().await;
+        let outcome = tokio::select! {
+            became = state.wait_for(|leading| *leading) => {
+                if became.is_ok() { Standby::Leader } else { Standby::TaskEnded }
+            }
+            () = released_by_other(client, flags, &identity) => Standby::Released,
+            () = shutdown.clone() => Standby::Shutdown,
+        };
+        match outcome {
+            Standby::Leader => {
+                tracing::info!(%lease, %identity, "became leader");
+                return Ok(Some(Leadership { state, task, lease }));
+            }
+            Standby::Shutdown => {
+                drop(state); // closing the channel stops the task
+                let _ = task.await;
+                return Ok(None);
+            }
+            Standby::TaskEnded => {
+                let error = match task.await {
+                    Ok(Err(err)) => err.to_string(),
+                    _ => "no error given".into(),
+                };
+                anyhow::bail!("the leader-election task for {lease} stopped: {error}");
+            }
+            Standby::Released => {
+                // The leader let go: a fresh manager reads the free Lease and takes it.
+                drop(state);
+                let _ = task.await;
+            }
+        }
     }
-    tracing::info!(%lease, %identity, "became leader");
-    Ok(Some(Leadership { state, task, lease }))
 }
 // ANCHOR_END: acquire
+
+/// Completes once the Lease, after being held by another replica, has no
+/// holder (its leader released it). Reads it every retry period; a failed
+/// read is only retried (the manager reports errors itself).
+async fn released_by_other(client: &Client, flags: &LeaderFlags, identity: &str) {
+    let leases: Api<Lease> = Api::namespaced(client.clone(), &flags.leader_elect_namespace);
+    let period = Duration::from_secs(flags.leader_elect_retry_period.max(1));
+    let mut held_by_other = false;
+    loop {
+        tokio::time::sleep(period).await;
+        let Ok(Some(lease)) = leases.get_opt(&flags.leader_elect_lease_name).await else {
+            continue;
+        };
+        match lease.spec.and_then(|s| s.holder_identity) {
+            Some(holder) if !holder.is_empty() => held_by_other = holder != identity,
+            _ if held_by_other => return,
+            _ => {}
+        }
+    }
+}
 
 impl Leadership {
     /// Completes when this replica no longer holds the Lease (another replica
