@@ -78,12 +78,12 @@ where
 {
     let (cache, mut writer) = reflector::store();
     let reader = cache.clone();
-    let mut listed = HashSet::new();
+    let mut relist = Relist::default();
     let notifications = watcher(api, config)
         .default_backoff()
         .map_ok(move |event| {
-            // Compare with the cache *before* the event changes it.
-            let changes = notifications(&reader, &mut listed, &event);
+            // Compare with the cache *before* the event changes it, notify after.
+            let changes = notifications(&reader, &mut relist, &event);
             writer.apply_watcher_event(&event);
             stream::iter(changes.into_iter().map(Ok))
         })
@@ -92,13 +92,32 @@ where
 }
 // ANCHOR_END: informer
 
-/// The notifications one watcher event causes, given the cache before it.
+/// A (re)list in progress: the keys it has returned so far, and the
+/// notifications held back until it is done.
 ///
-/// `listed` collects the keys of a (re)list in progress: when the list is
-/// done, whatever the cache holds that the list did not is gone.
+/// kube's store shows a relist's objects only once the whole list is in (at
+/// `InitDone`), so a notification sent earlier would name an object that a
+/// worker cannot find in the cache yet, and the worker would drop its key.
+/// Go's informer updates the store before each handler call; holding the
+/// notifications until `InitDone` keeps that order.
+struct Relist<K: Resource> {
+    listed: HashSet<ObjectRef<K>>,
+    pending: Vec<Notification<K>>,
+}
+
+impl<K: Resource> Default for Relist<K> {
+    fn default() -> Self {
+        Self {
+            listed: HashSet::new(),
+            pending: Vec::new(),
+        }
+    }
+}
+
+/// The notifications one watcher event causes, given the cache before it.
 fn notifications<K>(
     cache: &Store<K>,
-    listed: &mut HashSet<ObjectRef<K>>,
+    relist: &mut Relist<K>,
     event: &watcher::Event<K>,
 ) -> Vec<Notification<K>>
 where
@@ -107,24 +126,29 @@ where
 {
     match event {
         watcher::Event::Init => {
-            listed.clear();
+            relist.listed.clear();
+            relist.pending.clear();
             Vec::new()
         }
         watcher::Event::InitApply(obj) => {
-            listed.insert(ObjectRef::from(obj));
-            vec![added_or_updated(cache, obj)]
+            relist.listed.insert(ObjectRef::from(obj));
+            relist.pending.push(added_or_updated(cache, obj));
+            Vec::new()
         }
         watcher::Event::Apply(obj) => vec![added_or_updated(cache, obj)],
         watcher::Event::Delete(obj) => vec![Notification::Deleted(Arc::new(obj.clone()))],
         watcher::Event::InitDone => {
-            let gone = cache
+            // Whatever the cache holds that the list did not return is gone.
+            let gone: Vec<_> = cache
                 .state()
                 .into_iter()
-                .filter(|obj| !listed.contains(&ObjectRef::from(obj.as_ref())))
+                .filter(|obj| !relist.listed.contains(&ObjectRef::from(obj.as_ref())))
                 .map(Notification::Deleted)
                 .collect();
-            listed.clear();
-            gone
+            relist.listed.clear();
+            let mut changes = std::mem::take(&mut relist.pending);
+            changes.extend(gone);
+            changes
         }
     }
 }
@@ -188,13 +212,24 @@ mod tests {
         }
     }
 
-    /// Feeds events through `notifications` and the store, as `informer` does.
+    /// Feeds events through `notifications` and the store, as `informer` does,
+    /// checking that each added or updated object is in the cache by the time
+    /// its notification is sent.
     fn run(events: Vec<watcher::Event<ConfigMap>>) -> Vec<String> {
         let (cache, mut writer) = reflector::store();
-        let mut listed = HashSet::new();
+        let mut relist = Relist::default();
         let mut seen = Vec::new();
         for event in events {
-            for n in notifications(&cache, &mut listed, &event) {
+            let changes = notifications(&cache, &mut relist, &event);
+            writer.apply_watcher_event(&event);
+            for n in changes {
+                if !matches!(n, Notification::Deleted(_)) {
+                    let key = ObjectRef::from(n.object().as_ref());
+                    assert!(
+                        cache.get(&key).is_some(),
+                        "{key} notified before it is cached"
+                    );
+                }
                 seen.push(match n {
                     Notification::Added(o) => format!(
                         "add {}@{}",
@@ -214,7 +249,6 @@ mod tests {
                     ),
                 });
             }
-            writer.apply_watcher_event(&event);
         }
         seen
     }
@@ -247,5 +281,21 @@ mod tests {
             InitDone,
         ]);
         assert_eq!(seen, ["add a@1", "add b@2", "update a 1->1", "delete b@2"]);
+    }
+
+    #[test]
+    fn a_relist_notifies_objects_created_while_the_watch_was_down_once_they_are_cached() {
+        use watcher::Event::*;
+        let seen = run(vec![
+            Init,
+            InitApply(cm("a", "1")),
+            InitDone,
+            // the API server restarted; c was created meanwhile
+            Init,
+            InitApply(cm("a", "1")),
+            InitApply(cm("c", "5")),
+            InitDone,
+        ]);
+        assert_eq!(seen, ["add a@1", "update a 1->1", "add c@5"]);
     }
 }

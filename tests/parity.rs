@@ -162,7 +162,16 @@ async fn run(scenario: Scenario, implementation: Implementation) -> Snapshot {
     controller.expect(&["Starting workers"]).await;
 
     operate(scenario, &client, &ns, &mut cp).await;
-    let snapshot = settle(&client, &ns).await;
+    let snapshot = match settle(&client, &ns).await {
+        Ok(snapshot) => snapshot,
+        Err(unsettled) => {
+            controller.drain_for(Duration::from_secs(1)).await;
+            panic!(
+                "{unsettled}\n{implementation:?}'s output:\n{}",
+                controller.output.join("\n")
+            );
+        }
+    };
 
     let (_, output) = controller.terminate().await;
     assert!(
@@ -290,7 +299,7 @@ async fn operate(scenario: Scenario, client: &Client, ns: &str, cp: &mut Control
 /// Waits until the namespace has settled (every Foo with a Deployment name
 /// either reports its Deployment's available replicas or has been refused
 /// with an Event, and nothing changed for 3 s), then returns the snapshot.
-async fn settle(client: &Client, ns: &str) -> Snapshot {
+async fn settle(client: &Client, ns: &str) -> Result<Snapshot, String> {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(240);
     let mut last: Option<Snapshot> = None;
     let mut stable_since = tokio::time::Instant::now();
@@ -299,12 +308,11 @@ async fn settle(client: &Client, ns: &str) -> Snapshot {
         if last.as_ref() != Some(&snapshot) {
             stable_since = tokio::time::Instant::now();
         } else if settled && stable_since.elapsed() >= Duration::from_secs(3) {
-            return snapshot;
+            return Ok(snapshot);
         }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "{ns} did not settle; last state: {snapshot:#?}"
-        );
+        if tokio::time::Instant::now() >= deadline {
+            return Err(format!("{ns} did not settle; last state: {snapshot:#?}"));
+        }
         last = Some(snapshot);
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
