@@ -532,3 +532,39 @@ pub async fn create_settled_foreign_deployment(
     })
     .await
 }
+
+/// The YAML documents of `manifests/<file>`.
+pub fn manifest(file: &str) -> Vec<serde_json::Value> {
+    let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("manifests")
+        .join(file);
+    let text = std::fs::read_to_string(&path).expect("read manifest");
+    serde_yaml::Deserializer::from_str(&text)
+        .map(|doc| serde::Deserialize::deserialize(doc).expect("YAML document"))
+        .filter(|v: &serde_json::Value| !v.is_null())
+        .collect()
+}
+
+/// Server-side applies `doc` (a dry run unless `for_real`).
+pub async fn apply(client: &Client, doc: &serde_json::Value, for_real: bool) -> kube::Result<()> {
+    use kube::ResourceExt;
+    use kube::api::{DynamicObject, Patch, PatchParams};
+    use kube::discovery::{Scope, pinned_kind};
+    let obj: DynamicObject = serde_json::from_value(doc.clone()).expect("object");
+    let gvk = kube::api::GroupVersionKind::try_from(obj.types.as_ref().expect("types"))
+        .expect("group/version/kind");
+    let (resource, capabilities) = pinned_kind(client, &gvk).await?;
+    let api: Api<DynamicObject> = match capabilities.scope {
+        Scope::Namespaced => Api::namespaced_with(
+            client.clone(),
+            &obj.namespace().expect("namespace"),
+            &resource,
+        ),
+        Scope::Cluster => Api::all_with(client.clone(), &resource),
+    };
+    let mut params = PatchParams::apply("manifest-test").force();
+    params.dry_run = !for_real;
+    api.patch(&obj.name_any(), &params, &Patch::Apply(&obj))
+        .await
+        .map(|_| ())
+}

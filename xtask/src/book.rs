@@ -1,8 +1,11 @@
 //! `cargo xtask book <command>`: the book in `book/`.
 //!
-//! * `outputs`: start a local control plane, run every step binary through a
-//!   short scripted scenario, and write what it printed to
-//!   `book/src/outputs/*.txt`, the output blocks the chapters include.
+//! * `outputs [FILE…]`: start a local control plane, run every step binary
+//!   through a short scripted scenario, and write what it printed to
+//!   `book/src/outputs/*.txt`, the output blocks the chapters include (only
+//!   the files named, if any). "Running in a cluster" adds two replicas of
+//!   step 7 handing the leader Lease over, `/metrics`, missing RBAC, and the
+//!   static musl binary.
 //! * `build`: `mdbook-mermaid install book` (regenerates the gitignored
 //!   mermaid JS), then `mdbook build book`.
 //! * `check`: source checks (every include and anchor resolves, every step has
@@ -59,7 +62,10 @@ const WAIT: Duration = Duration::from_secs(90);
 #[derive(Subcommand)]
 pub enum BookCommand {
     /// Run every step against a fresh local control plane and write book/src/outputs/*.txt.
-    Outputs,
+    Outputs {
+        /// Write only these files (e.g. `leader-lost.txt`); all of them if none is named.
+        only: Vec<String>,
+    },
     /// Build the book into book/book (mdbook-mermaid install, then mdbook build).
     Build,
     /// Check includes, anchors, links, pinned Go links and the rendered diagrams.
@@ -69,7 +75,7 @@ pub enum BookCommand {
 /// Runs a `cargo xtask book` subcommand.
 pub async fn run(command: BookCommand) -> Result<()> {
     match command {
-        BookCommand::Outputs => outputs().await,
+        BookCommand::Outputs { only } => outputs(&only).await,
         BookCommand::Build => {
             require_tools(&[MDBOOK, MDBOOK_MERMAID])?;
             build()
@@ -549,8 +555,39 @@ fn rel(path: &Path) -> String {
 // ---------------------------------------------------------------------------
 // outputs
 
-/// Runs every scenario against one fresh control plane and writes the transcripts.
-async fn outputs() -> Result<()> {
+/// Every file `outputs` writes, in the order it writes them.
+const OUTPUT_FILES: &[&str] = &[
+    "example-step4-backoff.txt",
+    "crd-missing.txt",
+    "protected-group.txt",
+    "step-1.txt",
+    "step-2.txt",
+    "step-3.txt",
+    "step-4.txt",
+    "step-5.txt",
+    "step-6.txt",
+    "step-7.txt",
+    "step-7-events.txt",
+    "rbac-forbidden.txt",
+    "rbac-warnings.txt",
+    "metrics.txt",
+    "leader-election.txt",
+    "leader-lost.txt",
+    "musl-binary.txt",
+];
+
+/// Runs every scenario (or those writing `only`) against one fresh control
+/// plane and writes the transcripts.
+async fn outputs(only: &[String]) -> Result<()> {
+    for name in only {
+        ensure!(
+            OUTPUT_FILES.contains(&name.as_str()),
+            "{name} is not an output file; the files are: {}",
+            OUTPUT_FILES.join(", ")
+        );
+    }
+    let wanted = |name: &str| only.is_empty() || only.iter().any(|o| o == name);
+    let started = std::time::Instant::now();
     let root = crate::repo_root();
     println!("==> cargo build --bins --examples");
     run_tool(
@@ -558,11 +595,23 @@ async fn outputs() -> Result<()> {
             .args(["build", "--bins", "--examples"])
             .current_dir(&root),
     )?;
+    let out = book_dir().join("src/outputs");
+    std::fs::create_dir_all(&out)?;
+    // Needs no cluster; reuses the build tests/image.rs made, if current.
+    if wanted("musl-binary.txt") {
+        let lines = timed("musl-binary.txt", musl_binary()).await?;
+        write_file(&out, "musl-binary.txt", &lines)?;
+    }
+    if OUTPUT_FILES
+        .iter()
+        .all(|f| *f == "musl-binary.txt" || !wanted(f))
+    {
+        println!("Wrote {} in {:.0?}", rel(&out), started.elapsed());
+        return Ok(());
+    }
     println!("==> Starting a local control plane");
     let cp = ControlPlane::start(Options::default()).await?;
     let client = cp.client().await?;
-    let out = book_dir().join("src/outputs");
-    std::fs::create_dir_all(&out)?;
     let env = Env {
         kubeconfig: cp.kubeconfig_path().to_path_buf(),
         server: cp.server_url().to_string(),
@@ -571,45 +620,85 @@ async fn outputs() -> Result<()> {
     };
 
     // The exercise solutions that need no cluster.
-    let backoff = Command::new(root.join("target/debug/examples/step4_backoff_table"))
-        .output()
-        .context("running examples/step4_backoff_table")?;
-    ensure!(backoff.status.success(), "step4_backoff_table failed");
-    let mut lines = vec!["$ cargo run --example step4_backoff_table".to_string()];
-    lines.extend(
-        String::from_utf8_lossy(&backoff.stdout)
-            .lines()
-            .map(str::to_string),
-    );
-    write(&out, "example-step4-backoff.txt", &env, lines)?;
+    if wanted("example-step4-backoff.txt") {
+        let backoff = Command::new(root.join("target/debug/examples/step4_backoff_table"))
+            .output()
+            .context("running examples/step4_backoff_table")?;
+        ensure!(backoff.status.success(), "step4_backoff_table failed");
+        let mut lines = vec!["$ cargo run --example step4_backoff_table".to_string()];
+        lines.extend(
+            String::from_utf8_lossy(&backoff.stdout)
+                .lines()
+                .map(str::to_string),
+        );
+        write(&out, "example-step4-backoff.txt", &env, lines)?;
+    }
 
     // Before the CRD exists: the message every step prints, and what the API
     // server says to the CRD without its protected-group annotation.
-    write(&out, "crd-missing.txt", &env, crd_missing(&env).await?)?;
-    write(
-        &out,
-        "protected-group.txt",
-        &env,
-        protected_group(&client).await?,
-    )?;
+    if wanted("crd-missing.txt") {
+        write(&out, "crd-missing.txt", &env, crd_missing(&env).await?)?;
+    }
+    if wanted("protected-group.txt") {
+        let lines = protected_group(&client).await?;
+        write(&out, "protected-group.txt", &env, lines)?;
+    }
     testcluster::install_crd(&client, root.join("manifests/crd.yaml")).await?;
-    write(&out, "step-1.txt", &env, step_1(&env).await?)?;
-    write(&out, "step-2.txt", &env, step_2(&env).await?)?;
-    write(&out, "step-3.txt", &env, step_3(&env).await?)?;
-    write(&out, "step-4.txt", &env, step_4(&env).await?)?;
-    write(&out, "step-5.txt", &env, step_5(&env).await?)?;
-    write(&out, "step-6.txt", &env, step_6(&env).await?)?;
-    let (step_7, events) = step_7(&env).await?;
-    write(&out, "step-7.txt", &env, step_7)?;
-    write(&out, "step-7-events.txt", &env, events)?;
-    write(
-        &out,
-        "rbac-forbidden.txt",
-        &env,
-        rbac_forbidden(&env, &cp).await?,
-    )?;
-    println!("Wrote {}", rel(&out));
+    if wanted("step-1.txt") {
+        write(&out, "step-1.txt", &env, step_1(&env).await?)?;
+    }
+    if wanted("step-2.txt") {
+        write(&out, "step-2.txt", &env, step_2(&env).await?)?;
+    }
+    if wanted("step-3.txt") {
+        write(&out, "step-3.txt", &env, step_3(&env).await?)?;
+    }
+    if wanted("step-4.txt") {
+        write(&out, "step-4.txt", &env, step_4(&env).await?)?;
+    }
+    if wanted("step-5.txt") {
+        write(&out, "step-5.txt", &env, step_5(&env).await?)?;
+    }
+    if wanted("step-6.txt") {
+        write(&out, "step-6.txt", &env, step_6(&env).await?)?;
+    }
+    if wanted("step-7.txt") || wanted("step-7-events.txt") {
+        let (step_7, events) = step_7(&env).await?;
+        write(&out, "step-7.txt", &env, step_7)?;
+        write(&out, "step-7-events.txt", &env, events)?;
+    }
+    if wanted("rbac-forbidden.txt") {
+        let lines = rbac_forbidden(&env, &cp).await?;
+        write(&out, "rbac-forbidden.txt", &env, lines)?;
+    }
+
+    // Running in a cluster.
+    if wanted("rbac-warnings.txt") {
+        let lines = timed("rbac-warnings.txt", rbac_warnings(&env, &cp)).await?;
+        write(&out, "rbac-warnings.txt", &env, lines)?;
+    }
+    if wanted("metrics.txt") {
+        let lines = timed("metrics.txt", metrics(&env)).await?;
+        write(&out, "metrics.txt", &env, lines)?;
+    }
+    if wanted("leader-election.txt") {
+        let lines = timed("leader-election.txt", leader_election(&env, &cp)).await?;
+        write(&out, "leader-election.txt", &env, lines)?;
+    }
+    if wanted("leader-lost.txt") {
+        let lines = timed("leader-lost.txt", leader_lost(&env, &cp)).await?;
+        write(&out, "leader-lost.txt", &env, lines)?;
+    }
+    println!("Wrote {} in {:.0?}", rel(&out), started.elapsed());
     Ok(())
+}
+
+/// Awaits one capture and prints how long it took.
+async fn timed<T>(name: &str, capture: impl Future<Output = Result<T>>) -> Result<T> {
+    let started = std::time::Instant::now();
+    let result = capture.await.with_context(|| format!("capturing {name}"));
+    println!("    {name}: captured in {:.1?}", started.elapsed());
+    result
 }
 
 struct Env {
@@ -628,9 +717,17 @@ fn write(dir: &Path, name: &str, env: &Env, lines: Vec<String>) -> Result<()> {
         .next()
         .unwrap_or_default()
         .trim_end_matches('/');
+    let lines: Vec<String> = lines
+        .iter()
+        .map(|line| strip_timestamp(line).replace(&format!("127.0.0.1:{port}"), "127.0.0.1:PORT"))
+        .collect();
+    write_file(dir, name, &lines)
+}
+
+/// Writes `lines` to `dir/name`, trailing spaces trimmed.
+fn write_file(dir: &Path, name: &str, lines: &[String]) -> Result<()> {
     let mut text = String::new();
     for line in lines {
-        let line = strip_timestamp(&line).replace(&format!("127.0.0.1:{port}"), "127.0.0.1:PORT");
         text.push_str(line.trim_end());
         text.push('\n');
     }
@@ -1168,14 +1265,680 @@ async fn step_7(env: &Env) -> Result<(Vec<String>, Vec<String>)> {
     Ok((run.terminate().await?, events_out))
 }
 
-/// Step 7 as a ServiceAccount that RBAC grants nothing: the preflight message.
+/// Step 6 as a ServiceAccount that RBAC grants nothing: the preflight message
+/// of steps 1–6, which exit (step 7 warns instead: [`rbac_warnings`]).
 async fn rbac_forbidden(env: &Env, cp: &ControlPlane) -> Result<Vec<String>> {
     let ns = "book-rbac";
+    testcluster::create_namespace(&env.client, ns).await?;
+    let path = cp.service_account_kubeconfig(ns, "controller").await?;
+    let mut run = Run::start_with(env, &path, "step-6", ns, &[])?;
+    run.transcript[0] = format!(
+        "$ cargo run --bin step-6 -- --namespace {ns}   (as ServiceAccount {ns}/controller, no RoleBinding)"
+    );
+    run.wait().await
+}
+
+// ---------------------------------------------------------------------------
+// outputs: running in a cluster
+
+/// The loopback ports of `--http-address` in the transcripts (the chapter
+/// quotes them); each is checked free before use.
+const METRICS_PORT: u16 = 18090;
+const PORT_A: u16 = 18091;
+const PORT_B: u16 = 18092;
+
+/// The lease the leader-election transcripts use: shorter than the defaults
+/// (15 s and 5 s) so that a takeover after a crash is quick to show.
+const LEASE_FLAGS: [&str; 4] = [
+    "--leader-elect-lease-duration",
+    "10",
+    "--leader-elect-renew-grace",
+    "3",
+];
+
+/// Where `manifests/rbac.yaml` puts the ServiceAccount and the Lease.
+const CONTROLLER_NS: &str = "sample-controller";
+
+/// The namespace of the leader-election transcripts' Foo.
+const LEADER_NS: &str = "book-leader";
+
+/// Fails, naming the port, if something listens on `127.0.0.1:port`.
+fn port_free(port: u16) -> Result<()> {
+    std::net::TcpListener::bind(("127.0.0.1", port))
+        .map(drop)
+        .with_context(|| {
+            format!(
+                "127.0.0.1:{port} is in use; the book's transcripts serve step 7's endpoints there"
+            )
+        })
+}
+
+/// `GET http://127.0.0.1:{port}{path}`: the status code and the body.
+async fn http_get(port: u16, path: &str) -> Result<(u16, String)> {
+    let path = path.to_string();
+    tokio::task::spawn_blocking(move || -> Result<(u16, String)> {
+        use std::io::{Read, Write};
+        let mut stream = std::net::TcpStream::connect(("127.0.0.1", port))
+            .with_context(|| format!("connecting to 127.0.0.1:{port}"))?;
+        stream.set_read_timeout(Some(Duration::from_secs(10)))?;
+        write!(
+            stream,
+            "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+        )?;
+        let mut response = String::new();
+        stream.read_to_string(&mut response)?;
+        let code = response
+            .split(' ')
+            .nth(1)
+            .context("no HTTP status line")?
+            .parse()?;
+        let body = response
+            .split_once("\r\n\r\n")
+            .map(|(_, body)| body.to_string())
+            .unwrap_or_default();
+        Ok((code, body))
+    })
+    .await?
+}
+
+/// The value of metric `name` (labels included) on `port`'s `/metrics`, 0 if absent.
+async fn metric(port: u16, name: &str) -> Result<String> {
+    let (_, text) = http_get(port, "/metrics").await?;
+    Ok(text
+        .lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
+        .unwrap_or("0")
+        .to_string())
+}
+
+/// What `curl` on a replica's endpoints shows: `/readyz`'s status code and
+/// the two metrics that tell a leader from a standby.
+async fn curl_summary(port: u16) -> Result<String> {
+    let (ready, _) = http_get(port, "/readyz").await?;
+    Ok(format!(
+        "/readyz {ready}, sample_controller_leader {}, sample_controller_reconciles_total {}",
+        metric(port, "sample_controller_leader").await?,
+        metric(port, "sample_controller_reconciles_total").await?
+    ))
+}
+
+/// Step 7 as a ServiceAccount that RBAC grants nothing: it warns about every
+/// missing permission, then runs, and each watcher logs its 403 and retries.
+async fn rbac_warnings(env: &Env, cp: &ControlPlane) -> Result<Vec<String>> {
+    let ns = "book-rbac-warnings";
     testcluster::create_namespace(&env.client, ns).await?;
     let path = cp.service_account_kubeconfig(ns, "controller").await?;
     let mut run = Run::start_with(env, &path, "step-7", ns, &[])?;
     run.transcript[0] = format!(
         "$ cargo run --bin step-7 -- --namespace {ns}   (as ServiceAccount {ns}/controller, no RoleBinding)"
     );
-    run.wait().await
+    run.expect(&["Waiting for informer caches to sync"]).await?;
+    // The first 403 of each of the two watchers, in whichever order they come.
+    let mut first = BTreeSet::new();
+    while first.len() < 2 {
+        let line = run.expect(&["RBAC forbids it"]).await?;
+        for resource in ["cannot list foos", "cannot list deployments"] {
+            if line.contains(resource) {
+                first.insert(resource);
+            }
+        }
+    }
+    run.drain_for(Duration::from_millis(300)).await;
+    run.transcript.push(
+        "   (… the watchers retry with backoff and log the same 403s until RBAC allows them)"
+            .to_string(),
+    );
+    ensure!(
+        run.child.try_wait()?.is_none(),
+        "step 7 exited although only RBAC was missing"
+    );
+    run.terminate().await
+}
+
+/// Step 7's `/metrics` after it synced one Foo and kept failing on another.
+async fn metrics(env: &Env) -> Result<Vec<String>> {
+    let ns = "book-metrics";
+    testcluster::create_namespace(&env.client, ns).await?;
+    create_foreign_deployment(None, &env.client, ns, "occupied").await?;
+    port_free(METRICS_PORT)?;
+    let address = format!("127.0.0.1:{METRICS_PORT}");
+    let mut run = Run::start(env, "step-7", ns, &["--http-address", &address])?;
+    run.expect(&["Starting workers"]).await?;
+    create_foo(&mut run, &env.client, ns, "example-foo", "example-foo", 1).await?;
+    create_foo(&mut run, &env.client, ns, "blocked", "occupied", 1).await?;
+    let blocked_at = tokio::time::Instant::now();
+    let foos: Api<Foo> = Api::namespaced(env.client.clone(), ns);
+    eventually("1 available replica in example-foo's status", || {
+        let foos = foos.clone();
+        async move {
+            (foos
+                .get("example-foo")
+                .await
+                .ok()?
+                .status?
+                .available_replicas
+                == 1)
+                .then_some(())
+        }
+    })
+    .await?;
+    // Let blocked's retries pile up for 10 s.
+    run.drain_for(
+        (blocked_at + Duration::from_secs(10))
+            .saturating_duration_since(tokio::time::Instant::now()),
+    )
+    .await;
+    let (code, body) = http_get(METRICS_PORT, "/metrics").await?;
+    ensure!(code == 200, "/metrics answered {code}");
+    let mut lines = vec![
+        format!("$ cargo run --bin step-7 -- --namespace {ns} --http-address {address} &"),
+        format!(
+            ">>> (before: kubectl -n {ns} create deployment occupied   (no owner); then Foos example-foo and blocked, which asks for the Deployment occupied; 10 s later:)"
+        ),
+        format!("$ curl -s {address}/metrics"),
+    ];
+    lines.extend(body.lines().map(str::to_string));
+    run.terminate().await?;
+    Ok(lines)
+}
+
+/// `kubectl apply --server-side -f manifests/<file>`: applies every object in it.
+async fn apply_manifest(client: &Client, file: &str) -> Result<()> {
+    use kube::ResourceExt;
+    use kube::api::{DynamicObject, GroupVersionKind};
+    use kube::discovery::{Scope, pinned_kind};
+    let path = crate::repo_root().join("manifests").join(file);
+    let text =
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    for doc in serde_yaml::Deserializer::from_str(&text) {
+        let value: serde_json::Value = serde::Deserialize::deserialize(doc)?;
+        if value.is_null() {
+            continue;
+        }
+        let object: DynamicObject = serde_json::from_value(value)?;
+        let types = object.types.as_ref().context("an object without kind")?;
+        let (resource, capabilities) =
+            pinned_kind(client, &GroupVersionKind::try_from(types)?).await?;
+        let api: Api<DynamicObject> = match capabilities.scope {
+            Scope::Namespaced => Api::namespaced_with(
+                client.clone(),
+                &object
+                    .namespace()
+                    .context("a namespaced object without namespace")?,
+                &resource,
+            ),
+            Scope::Cluster => Api::all_with(client.clone(), &resource),
+        };
+        api.patch(
+            &object.name_any(),
+            &PatchParams::apply("book-outputs").force(),
+            &Patch::Apply(&object),
+        )
+        .await
+        .with_context(|| format!("applying {} {}", types.kind, object.name_any()))?;
+    }
+    Ok(())
+}
+
+/// The leader-election transcripts' setup (idempotent): `manifests/rbac.yaml`,
+/// the namespace `book-leader` with `manifests/example-foo.yaml` in it, and a
+/// kubeconfig with a token of the manifests' ServiceAccount.
+async fn leader_setup(env: &Env, cp: &ControlPlane) -> Result<PathBuf> {
+    apply_manifest(&env.client, "rbac.yaml").await?;
+    match testcluster::create_namespace(&env.client, LEADER_NS).await {
+        Err(err) if format!("{err:#}").contains("already exists") => {}
+        other => other?,
+    }
+    let path = crate::repo_root().join("manifests/example-foo.yaml");
+    let foo: Foo = serde_yaml::from_str(&std::fs::read_to_string(&path)?)?;
+    match Api::<Foo>::namespaced(env.client.clone(), LEADER_NS)
+        .create(&PostParams::default(), &foo)
+        .await
+    {
+        Err(kube::Error::Api(status)) if status.code == 409 => {}
+        other => {
+            other?;
+        }
+    }
+    cp.service_account_kubeconfig(CONTROLLER_NS, "sample-controller")
+        .await
+}
+
+/// The command line that starts replica `name` in the transcripts.
+fn replica_command(name: &str, port: u16) -> String {
+    format!(
+        "$ POD_NAME={name} cargo run --bin step-7 -- --kubeconfig sa.kubeconfig --namespace {LEADER_NS} --leader-elect {} --http-address 127.0.0.1:{port} &",
+        LEASE_FLAGS.join(" ")
+    )
+}
+
+/// `kubectl get lease` in the transcripts: holder, duration, transitions.
+async fn lease_table(client: &Client) -> Result<Vec<String>> {
+    use k8s_openapi::api::coordination::v1::Lease;
+    let lease = Api::<Lease>::namespaced(client.clone(), CONTROLLER_NS)
+        .get("sample-controller")
+        .await?;
+    let spec = lease.spec.unwrap_or_default();
+    let row = vec![
+        spec.holder_identity.unwrap_or_else(|| "<none>".into()),
+        spec.lease_duration_seconds
+            .map_or("<none>".into(), |d| d.to_string()),
+        spec.lease_transitions.unwrap_or(0).to_string(),
+    ];
+    let mut lines = vec![format!(
+        ">>> kubectl -n {CONTROLLER_NS} get lease sample-controller   (columns as listed by the book's xtask)"
+    )];
+    lines.extend(
+        show::table(&["HOLDER", "DURATION", "TRANSITIONS"], &[row])
+            .lines()
+            .map(str::to_string),
+    );
+    Ok(lines)
+}
+
+/// Waits until `/readyz` on `port` answers 200.
+async fn until_ready(port: u16) -> Result<()> {
+    eventually(&format!("/readyz 200 on port {port}"), || async move {
+        (http_get(port, "/readyz").await.ok()?.0 == 200).then_some(())
+    })
+    .await
+}
+
+/// Two replicas: `a` leads, `b` stands by; `a` gets SIGTERM, releases the
+/// Lease, and `b` takes it at its next look (every retry period, 2 s).
+async fn leader_election(env: &Env, cp: &ControlPlane) -> Result<Vec<String>> {
+    let kubeconfig = leader_setup(env, cp).await?;
+    let mut replicas = Replicas::new(vec![
+        "$ kubectl apply -f manifests/rbac.yaml".to_string(),
+        format!(
+            "$ kubectl create namespace {LEADER_NS} && kubectl -n {LEADER_NS} apply -f manifests/example-foo.yaml"
+        ),
+        format!(
+            "$ export POD_NAMESPACE={CONTROLLER_NS}   # what the downward API sets in the Pods"
+        ),
+        "$ # sa.kubeconfig: a token of the ServiceAccount sample-controller/sample-controller (kubectl create token)".to_string(),
+        replica_command("a", PORT_A),
+        replica_command("b", PORT_B),
+        "   (each line below is prefixed with the replica that printed it)".to_string(),
+    ]);
+    replicas.start(env, &kubeconfig, "a", PORT_A)?;
+    replicas.expect("a", &["Starting workers"]).await?;
+    replicas.start(env, &kubeconfig, "b", PORT_B)?;
+    replicas.expect("b", &["waiting to become leader"]).await?;
+    let foos: Api<Foo> = Api::namespaced(env.client.clone(), LEADER_NS);
+    let available = |want: i32| {
+        let foos = foos.clone();
+        async move {
+            (foos
+                .get("example-foo")
+                .await
+                .ok()?
+                .status?
+                .available_replicas
+                == want)
+                .then_some(())
+        }
+    };
+    eventually("1 available replica in example-foo's status", || {
+        available(1)
+    })
+    .await?;
+    // b reads the Lease every 2 s: let it see a as the holder before a stops.
+    replicas.drain_for(Duration::from_secs(3)).await;
+    let table = lease_table(&env.client).await?;
+    replicas.lines(table).await;
+    let (summary_a, summary_b) = (curl_summary(PORT_A).await?, curl_summary(PORT_B).await?);
+    replicas.note(format!("curl a: {summary_a}")).await;
+    replicas.note(format!("curl b: {summary_b}")).await;
+
+    replicas
+        .note("SIGTERM a (what the kubelet sends when a Pod is deleted)")
+        .await;
+    let stopped = tokio::time::Instant::now();
+    replicas.signal("a", libc::SIGTERM)?;
+    let status = replicas.wait("a").await?;
+    replicas.mark(format!("a exited with status {status}"));
+    ensure!(status == 0, "a did not exit cleanly on SIGTERM");
+    let became = replicas.expect("b", &["became leader"]).await?;
+    let handover = became.duration_since(stopped);
+    replicas.mark(format!(
+        "b became leader {:.1} s after a's SIGTERM",
+        handover.as_secs_f64()
+    ));
+    replicas.expect("b", &["Starting workers"]).await?;
+    until_ready(PORT_B).await?;
+    let table = lease_table(&env.client).await?;
+    replicas.lines(table).await;
+    let summary_b = curl_summary(PORT_B).await?;
+    replicas.note(format!("curl b: {summary_b}")).await;
+
+    // b reconciles now.
+    replicas
+        .note(format!(
+            "kubectl -n {LEADER_NS} patch foo example-foo --type merge -p '{{\"spec\":{{\"replicas\":2}}}}'"
+        ))
+        .await;
+    foos.patch(
+        "example-foo",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"replicas": 2}})),
+    )
+    .await?;
+    eventually("2 available replicas in example-foo's status", || {
+        available(2)
+    })
+    .await?;
+    replicas.note("SIGTERM b").await;
+    replicas.signal("b", libc::SIGTERM)?;
+    let status = replicas.wait("b").await?;
+    replicas.mark(format!("b exited with status {status}"));
+    println!(
+        "    leader-election: b took over {:.1} s after a's SIGTERM",
+        handover.as_secs_f64()
+    );
+    Ok(replicas.transcript)
+}
+
+/// A frozen leader (SIGSTOP) loses the Lease to the standby; resumed
+/// (SIGCONT), it finds another holder and exits with status 1.
+async fn leader_lost(env: &Env, cp: &ControlPlane) -> Result<Vec<String>> {
+    let kubeconfig = leader_setup(env, cp).await?;
+    let mut replicas = Replicas::new(vec![
+        replica_command("a", PORT_A),
+        replica_command("b", PORT_B),
+        "   (same setup as above)".to_string(),
+    ]);
+    replicas.start(env, &kubeconfig, "a", PORT_A)?;
+    replicas.expect("a", &["Starting workers"]).await?;
+    replicas.start(env, &kubeconfig, "b", PORT_B)?;
+    replicas.expect("b", &["waiting to become leader"]).await?;
+    replicas.drain_for(Duration::from_secs(3)).await;
+
+    replicas
+        .note("SIGSTOP a (a frozen leader: it neither renews nor releases the Lease, as if it had crashed)")
+        .await;
+    let frozen = tokio::time::Instant::now();
+    replicas.signal("a", libc::SIGSTOP)?;
+    let became = replicas.expect("b", &["became leader"]).await?;
+    let takeover = became.duration_since(frozen);
+    replicas.mark(format!(
+        "b became leader {:.1} s after a froze",
+        takeover.as_secs_f64()
+    ));
+    replicas.expect("b", &["Starting workers"]).await?;
+    until_ready(PORT_B).await?;
+    let table = lease_table(&env.client).await?;
+    replicas.lines(table).await;
+
+    replicas.note("SIGCONT a").await;
+    let resumed = tokio::time::Instant::now();
+    replicas.signal("a", libc::SIGCONT)?;
+    let status = replicas.wait("a").await?;
+    let exited = resumed.elapsed();
+    replicas.mark(format!(
+        "a exited with status {status}, {:.1} s after it resumed",
+        exited.as_secs_f64()
+    ));
+    ensure!(
+        status == 1
+            && replicas
+                .transcript
+                .iter()
+                .any(|l| l.starts_with("a | Error: lost the leader Lease")),
+        "the resumed leader did not exit 1 with the loss message"
+    );
+    let summary_b = curl_summary(PORT_B).await?;
+    replicas.note(format!("curl b: {summary_b}")).await;
+    replicas.note("SIGTERM b").await;
+    replicas.signal("b", libc::SIGTERM)?;
+    let status = replicas.wait("b").await?;
+    replicas.mark(format!("b exited with status {status}"));
+    println!(
+        "    leader-lost: b took over {:.1} s after a froze; a exited {:.1} s after SIGCONT",
+        takeover.as_secs_f64(),
+        exited.as_secs_f64()
+    );
+    Ok(replicas.transcript)
+}
+
+/// Replicas of step 7 with `--leader-elect`, run at once as the
+/// ServiceAccount of `manifests/rbac.yaml`; their output merged into one
+/// transcript, each line prefixed with the replica's name (`a | …`).
+struct Replicas {
+    tx: mpsc::UnboundedSender<(String, Option<String>)>,
+    rx: mpsc::UnboundedReceiver<(String, Option<String>)>,
+    /// Each running replica and how many of its two output streams are open.
+    running: BTreeMap<String, (tokio::process::Child, u8)>,
+    /// Every line received: replica, line, when.
+    seen: Vec<(String, String, tokio::time::Instant)>,
+    /// `expect` looks at `seen` from here on (moved to the end by `note`).
+    cursor: BTreeMap<String, usize>,
+    transcript: Vec<String>,
+}
+
+impl Replicas {
+    fn new(header: Vec<String>) -> Replicas {
+        for line in &header {
+            println!("==> {line}");
+        }
+        let (tx, rx) = mpsc::unbounded_channel();
+        Replicas {
+            tx,
+            rx,
+            running: BTreeMap::new(),
+            seen: Vec::new(),
+            cursor: BTreeMap::new(),
+            transcript: header,
+        }
+    }
+
+    /// Starts replica `name` as a Pod would run it: POD_NAME and POD_NAMESPACE
+    /// set, `--leader-elect`, the endpoints on `port`; plus the short lease.
+    fn start(&mut self, env: &Env, kubeconfig: &Path, name: &str, port: u16) -> Result<()> {
+        port_free(port)?;
+        let mut child = tokio::process::Command::new(env.bin.join("step-7"))
+            .arg("--kubeconfig")
+            .arg(kubeconfig)
+            .args(["--namespace", LEADER_NS, "--leader-elect"])
+            .args(LEASE_FLAGS)
+            .args(["--http-address", &format!("127.0.0.1:{port}")])
+            .env("POD_NAMESPACE", CONTROLLER_NS)
+            .env("POD_NAME", name)
+            .env("RUST_LOG", "info")
+            .env_remove("RUST_BACKTRACE")
+            .env_remove("RUST_LIB_BACKTRACE")
+            .env_remove("KUBECONFIG")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .context("starting step-7 (run `cargo build --bins`)")?;
+        let stdout = child.stdout.take().context("stdout")?;
+        let stderr = child.stderr.take().context("stderr")?;
+        let streams: [Box<dyn tokio::io::AsyncRead + Unpin + Send>; 2] =
+            [Box::new(stdout), Box::new(stderr)];
+        for stream in streams {
+            let (tx, name) = (self.tx.clone(), name.to_string());
+            tokio::spawn(async move {
+                let mut reader = BufReader::new(stream).lines();
+                while let Ok(Some(line)) = reader.next_line().await {
+                    let _ = tx.send((name.clone(), Some(line)));
+                }
+                let _ = tx.send((name, None)); // this stream ended
+            });
+        }
+        self.running.insert(name.to_string(), (child, 2));
+        self.cursor.insert(name.to_string(), self.seen.len());
+        Ok(())
+    }
+
+    /// Records a line (or the end of a stream) from replica `name`.
+    fn take(&mut self, name: String, line: Option<String>) {
+        match line {
+            Some(line) => {
+                let shown = format!("{name} | {}", strip_timestamp(&line));
+                println!("[replicas] {shown}");
+                self.transcript.push(shown);
+                self.seen.push((name, line, tokio::time::Instant::now()));
+            }
+            None => {
+                if let Some((_, open)) = self.running.get_mut(&name) {
+                    *open = open.saturating_sub(1);
+                }
+            }
+        }
+    }
+
+    /// Receives one line or end of stream, or `false` at `deadline`.
+    async fn receive(&mut self, deadline: tokio::time::Instant) -> bool {
+        match tokio::time::timeout_at(deadline, self.rx.recv()).await {
+            Ok(Some((name, line))) => {
+                self.take(name, line);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Waits for a line of replica `name` containing every one of `parts`,
+    /// printed since the last `note`; returns when it arrived.
+    async fn expect(&mut self, name: &str, parts: &[&str]) -> Result<tokio::time::Instant> {
+        let deadline = tokio::time::Instant::now() + WAIT;
+        loop {
+            let from = self.cursor.get(name).copied().unwrap_or(0);
+            let found = self.seen[from..]
+                .iter()
+                .position(|(who, line, _)| who == name && parts.iter().all(|p| line.contains(p)));
+            if let Some(at) = found {
+                self.cursor.insert(name.to_string(), from + at + 1);
+                return Ok(self.seen[from + at].2);
+            }
+            ensure!(
+                self.running.get(name).is_some_and(|(_, open)| *open > 0),
+                "replica {name} exited before printing {parts:?}"
+            );
+            ensure!(
+                self.receive(deadline).await,
+                "replica {name} did not print {parts:?} within {WAIT:?}"
+            );
+        }
+    }
+
+    /// Takes whatever the replicas print during `period`.
+    async fn drain_for(&mut self, period: Duration) {
+        let deadline = tokio::time::Instant::now() + period;
+        while self.receive(deadline).await {}
+    }
+
+    /// Records an action after letting the replicas finish printing what the
+    /// previous one caused; later `expect`s look only at what follows.
+    async fn note(&mut self, action: impl Into<String>) {
+        self.drain_for(Duration::from_millis(500)).await;
+        self.mark(action);
+        for cursor in self.cursor.values_mut() {
+            *cursor = self.seen.len();
+        }
+    }
+
+    /// Records an observation at once, in order with the lines received so far.
+    fn mark(&mut self, text: impl Into<String>) {
+        let line = format!(">>> {}", text.into());
+        println!("[replicas] {line}");
+        self.transcript.push(line);
+    }
+
+    /// Records several transcript lines (a table) after letting output settle.
+    async fn lines(&mut self, lines: Vec<String>) {
+        self.drain_for(Duration::from_millis(500)).await;
+        for line in lines {
+            println!("[replicas] {line}");
+            self.transcript.push(line);
+        }
+    }
+
+    /// Sends `signal` to replica `name`, by its PID.
+    fn signal(&self, name: &str, signal: libc::c_int) -> Result<()> {
+        let (child, _) = self.running.get(name).context("no such replica")?;
+        let pid = child.id().context("the replica already exited")?;
+        // SAFETY: kill(2) on the PID of a child we started and have not reaped, with a valid signal.
+        let sent = unsafe { libc::kill(pid as libc::pid_t, signal) };
+        ensure!(
+            sent == 0,
+            "kill({pid}, {signal}): {}",
+            std::io::Error::last_os_error()
+        );
+        Ok(())
+    }
+
+    /// Waits until replica `name` has closed its output and exited; its exit code.
+    async fn wait(&mut self, name: &str) -> Result<i32> {
+        let deadline = tokio::time::Instant::now() + WAIT;
+        while self.running.get(name).is_some_and(|(_, open)| *open > 0) {
+            ensure!(
+                self.receive(deadline).await,
+                "replica {name} did not exit within {WAIT:?}"
+            );
+        }
+        let (mut child, _) = self.running.remove(name).context("no such replica")?;
+        let status = tokio::time::timeout_at(deadline, child.wait())
+            .await
+            .with_context(|| format!("replica {name} did not exit"))??;
+        Ok(status.code().unwrap_or(-1))
+    }
+}
+
+/// The static musl build of step 7 (the Dockerfile's command, into the
+/// target directory tests/image.rs builds in): what it links and how
+/// big it is. Reuses the binary that test built if there is one: cargo run
+/// from here sees other `CARGO_PKG_*` variables than the test does, which
+/// would make ring's build script, and all that depends on it, build again.
+async fn musl_binary() -> Result<Vec<String>> {
+    const TARGET: &str = "x86_64-unknown-linux-musl";
+    let root = crate::repo_root();
+    let build = [
+        "build",
+        "--release",
+        "--locked",
+        "--target",
+        TARGET,
+        "--bin",
+        "step-7",
+    ];
+    let binary = format!("target/musl/{TARGET}/release/step-7");
+    if root.join(&binary).is_file() {
+        println!("==> {binary} exists (built by tests/image.rs): not building it again");
+    } else {
+        println!("==> CARGO_TARGET_DIR=target/musl cargo {}", build.join(" "));
+        let status = tokio::process::Command::new(env!("CARGO"))
+            .args(build)
+            .env("CARGO_TARGET_DIR", root.join("target/musl"))
+            .current_dir(&root)
+            .status()
+            .await
+            .context("running cargo build")?;
+        ensure!(
+            status.success(),
+            "the musl build failed: it needs `rustup target add {TARGET}` and musl-gcc (Debian: musl-tools)"
+        );
+    }
+    let mut lines = vec![format!(
+        "$ CARGO_TARGET_DIR=target/musl cargo {}",
+        build.join(" ")
+    )];
+    for tool in ["file", "ldd", "wc -c"] {
+        let mut words = tool.split(' ');
+        let program = words.next().unwrap_or(tool);
+        let output = Command::new(program)
+            .args(words)
+            .arg(&binary)
+            .current_dir(&root)
+            .output()
+            .with_context(|| format!("running {program}"))?;
+        lines.push(format!("$ {tool} {binary}"));
+        for stream in [&output.stdout, &output.stderr] {
+            lines.extend(String::from_utf8_lossy(stream).lines().map(str::to_string));
+        }
+    }
+    Ok(lines)
 }
