@@ -18,6 +18,11 @@
 //! reads the Lease every `--leader-elect-retry-period` (client-go's
 //! `RetryPeriod`), and when it sees the Lease free, starts a new manager,
 //! which takes it at once.
+//!
+//! Nor does the crate have client-go's `RenewDeadline`: a leader that cannot
+//! renew would keep leading in its own view. So a leader here also reads the
+//! Lease, and stops once the last renewal it can confirm is older than
+//! `duration − grace/2`, before a standby may take the Lease at `duration`.
 
 use std::time::Duration;
 
@@ -90,7 +95,8 @@ impl LeaderFlags {
 /// Runs `work` (the informers and workers) on the leader only. Without
 /// `--leader-elect`, runs it at once. With it: stands by (ready, not leading)
 /// until this replica holds the Lease, then runs `work`; releases the Lease
-/// when `work` ends; fails if the Lease is lost while `work` runs.
+/// when `work` ends; fails if the Lease is lost, or cannot be confirmed by
+/// the renew deadline, while `work` runs.
 pub async fn run_when_leader<Fut>(
     client: &Client,
     flags: &LeaderFlags,
@@ -112,18 +118,17 @@ where
     probes.set_ready(false); // until the caches are synced
     probes.metrics.set_leader(true);
     let lost = tokio::select! {
-        result = work() => Some(result),
-        () = leadership.lost() => None,
+        result = work() => Ok(result),
+        why = leadership.lost() => Err(why),
     };
     probes.metrics.set_leader(false);
     match lost {
-        Some(result) => {
+        Ok(result) => {
             leadership.release().await;
             result
         }
-        None => anyhow::bail!(
-            "lost the leader Lease {}: another replica holds it (this one did not renew it \
-             in time); exiting so that this replica restarts as a standby",
+        Err(why) => anyhow::bail!(
+            "lost the leader Lease {}: {why}; exiting so that this replica restarts as a standby",
             leadership.lease
         ),
     }
@@ -135,6 +140,20 @@ pub struct Leadership {
     state: watch::Receiver<bool>,
     task: JoinHandle<kube_lease_manager::Result<LeaseManager>>,
     lease: String,
+    check: LeaseCheck,
+}
+
+/// What a leader needs to check its own hold on the Lease.
+struct LeaseCheck {
+    leases: Api<Lease>,
+    name: String,
+    identity: String,
+    /// How often to read the Lease.
+    period: Duration,
+    /// How old the last renewal this replica has seen may be before it stops
+    /// leading: the manager renews `grace` before expiry, and a standby may
+    /// take over at expiry, so half the grace is left as a margin.
+    renew_deadline: Duration,
 }
 
 /// How standing by ended.
@@ -187,7 +206,21 @@ pub async fn acquire(
         match outcome {
             Standby::Leader => {
                 tracing::info!(%lease, %identity, "became leader");
-                return Ok(Some(Leadership { state, task, lease }));
+                let duration = Duration::from_secs(flags.leader_elect_lease_duration);
+                let check = LeaseCheck {
+                    leases: Api::namespaced(client.clone(), &flags.leader_elect_namespace),
+                    name: flags.leader_elect_lease_name.clone(),
+                    identity,
+                    period: Duration::from_secs(flags.leader_elect_retry_period.max(1)),
+                    renew_deadline: duration
+                        .saturating_sub(Duration::from_secs(flags.leader_elect_renew_grace) / 2),
+                };
+                return Ok(Some(Leadership {
+                    state,
+                    task,
+                    lease,
+                    check,
+                }));
             }
             Standby::Shutdown => {
                 drop(state); // closing the channel stops the task
@@ -232,17 +265,69 @@ async fn released_by_other(client: &Client, flags: &LeaderFlags, identity: &str)
 }
 
 impl Leadership {
-    /// Completes when this replica no longer holds the Lease (another replica
-    /// took it after renewals failed for the whole lease duration).
-    pub async fn lost(&mut self) {
-        // An error means the task ended, which also ends our hold on the Lease.
-        let _ = self.state.wait_for(|leading| !*leading).await;
+    /// Completes, saying why, when this replica must stop leading: the
+    /// manager found another holder, or this replica cannot confirm that it
+    /// renewed the Lease within the renew deadline (the API server is
+    /// unreachable, or the renewals fail). Stopping then, before the Lease
+    /// expires for the standbys, is what client-go's `RenewDeadline` does;
+    /// kube-lease-manager has no such deadline, so this reads the Lease itself.
+    pub async fn lost(&mut self) -> String {
+        let check = &self.check;
+        // Just acquired: the Lease was renewed now.
+        let mut renewed = k8s_openapi::jiff::Timestamp::now();
+        loop {
+            let age = k8s_openapi::jiff::Timestamp::now().duration_since(renewed);
+            let age = Duration::try_from(age).unwrap_or_default();
+            let Some(left) = check.renew_deadline.checked_sub(age) else {
+                return format!(
+                    "its last renewal this replica can confirm is {:.1} s old, past the renew \
+                     deadline of {:.1} s (API server unreachable, renewals failing, or this \
+                     process stalled)",
+                    age.as_secs_f64(),
+                    check.renew_deadline.as_secs_f64()
+                );
+            };
+            // kube's client retries a failing request for a while: bound
+            // the read by the deadline, so that it cannot postpone it.
+            let deadline = tokio::time::Instant::now() + left;
+            // Near the deadline, read more often (half the time left), so
+            // that the renewal due `grace` before expiry is seen in time.
+            let read = async {
+                tokio::time::sleep(check.period.min(left / 2)).await;
+                tokio::time::timeout_at(deadline, check.leases.get_opt(&check.name)).await
+            };
+            let read = tokio::select! {
+                _ = self.state.wait_for(|leading| !*leading) => {
+                    return "another replica holds it (this one did not renew it in time)".into();
+                }
+                read = read => read,
+            };
+            // A failed or late read changes nothing: the deadline above decides.
+            if let Ok(Ok(Some(lease))) = read {
+                let spec = lease.spec.unwrap_or_default();
+                match spec.holder_identity {
+                    Some(holder) if holder == check.identity => {
+                        if let Some(time) = spec.renew_time {
+                            renewed = time.0;
+                        }
+                    }
+                    other => {
+                        return format!(
+                            "the Lease names {} as its holder",
+                            other.as_deref().unwrap_or("no one")
+                        );
+                    }
+                }
+            }
+        }
     }
 
     /// Gives the Lease up (clears its holder), so that no replica has to wait
     /// for it to expire and force it free.
     pub async fn release(self) {
-        let Leadership { state, task, lease } = self;
+        let Leadership {
+            state, task, lease, ..
+        } = self;
         drop(state); // the task releases the Lease when its channel closes
         match task.await {
             Ok(Ok(_)) => tracing::info!(%lease, "released the leader lease"),

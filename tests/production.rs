@@ -6,6 +6,8 @@
 
 mod support;
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::apps::v1::Deployment;
@@ -16,6 +18,7 @@ use kube::api::{Api, ListParams, Patch, PatchParams};
 use kube::{Client, ResourceExt};
 use sample_controller::Foo;
 use serde_json::json;
+use support::proxy;
 use support::*;
 
 /// Held by the two tests that run many controllers or measure handovers,
@@ -361,6 +364,79 @@ async fn only_the_leader_reconciles_and_a_standby_takes_over_when_it_dies_or_sto
         takeover.as_secs_f64(),
         handover.as_secs_f64()
     );
+}
+
+#[tokio::test]
+async fn a_leader_cut_off_from_the_api_server_stops_leading_before_a_standby_takes_over() {
+    let _alone = HEAVY.lock().await;
+    let (cp, client) = cluster().await;
+    let ns = namespace(&client, "partition").await;
+    // a reaches the API server through a proxy the test can cut.
+    let cut = Arc::new(AtomicBool::new(false));
+    let switch = cut.clone();
+    let rule: proxy::Rule = Arc::new(move |_, _| {
+        if switch.load(Ordering::SeqCst) {
+            proxy::Action::Reply(
+                http::StatusCode::SERVICE_UNAVAILABLE,
+                proxy::status(503, "ServiceUnavailable", "cut off by the test"),
+            )
+        } else {
+            proxy::Action::Forward
+        }
+    });
+    let proxy = proxy::start(client.clone(), cp.data_dir(), &ns, rule).await;
+    let mut a = replica(&proxy.kubeconfig, &ns, "a", free_port());
+    a.expect(&["became leader"]).await;
+    let mut b = replica(cp.kubeconfig_path(), &ns, "b", free_port());
+    b.expect(&["waiting to become leader"]).await;
+    create_foo(&client, &ns, "held", "held-nginx", Some(1)).await;
+    eventually("held converged", || async {
+        converged(&client, &ns, "held", "held-nginx", 1)
+            .await
+            .then_some(())
+    })
+    .await;
+
+    // Three renewals (every 7 s) go by: a keeps leading.
+    a.drain_for(Duration::from_secs(22)).await;
+    assert!(
+        a.is_running(),
+        "a stopped leading while renewing:\n{}",
+        a.output.join("\n")
+    );
+    assert_eq!(holder(&client, &ns).await.as_deref(), Some("a"));
+
+    cut.store(true, Ordering::SeqCst);
+    let cut_at = Instant::now();
+    let (a_stopped, b_leads) = tokio::join!(
+        async {
+            a.expect(&["lost the leader Lease"]).await;
+            let stopped = Instant::now();
+            let (status, output) = a.wait().await;
+            (stopped, status, output)
+        },
+        async {
+            b.expect(&["became leader"]).await;
+            Instant::now()
+        }
+    );
+    let (a_stopped, status, output) = a_stopped;
+    assert_eq!(status.code(), Some(1), "{output}");
+    assert!(output.contains("past the renew deadline"), "{output}");
+    assert!(
+        a_stopped < b_leads,
+        "a stopped leading {:.1} s after the cut, after b took over ({:.1} s)",
+        (a_stopped - cut_at).as_secs_f64(),
+        (b_leads - cut_at).as_secs_f64()
+    );
+    println!(
+        "leader cut off: it stopped {:.1} s after the cut, the standby took over {:.1} s after it ({:.1} s apart)",
+        (a_stopped - cut_at).as_secs_f64(),
+        (b_leads - cut_at).as_secs_f64(),
+        (b_leads - a_stopped).as_secs_f64()
+    );
+    let (status, output) = b.terminate().await;
+    assert!(status.success(), "{output}");
 }
 
 #[tokio::test]
