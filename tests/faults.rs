@@ -61,6 +61,20 @@ impl Scene {
         .await;
     }
 
+    /// Starts step 7 on this namespace through `kubeconfig`, serving
+    /// `/metrics` on a free port, and waits until its workers run.
+    async fn start_step_7(&self, kubeconfig: &std::path::Path) -> (Step, u16) {
+        let port = free_port();
+        let mut step = Step::start(
+            "step-7",
+            kubeconfig,
+            Some(&self.ns),
+            &["--http-address", &format!("127.0.0.1:{port}")],
+        );
+        step.expect(&["Starting workers"]).await;
+        (step, port)
+    }
+
     fn foos(&self) -> Api<Foo> {
         Api::namespaced(self.client.clone(), &self.ns)
     }
@@ -91,15 +105,8 @@ async fn fault_1_api_server_restart_step_7_stays_up_and_converges_foos_created_m
     .await
     .unwrap();
     let scene = Scene::new(&client, "fault1").await;
-    let port = free_port();
-    let mut step = Step::start(
-        "step-7",
-        cp.kubeconfig_path(),
-        Some(&scene.ns),
-        &["--http-address", &format!("127.0.0.1:{port}")],
-    );
+    let (mut step, port) = scene.start_step_7(cp.kubeconfig_path()).await;
     let pid = step.pid();
-    step.expect(&["Starting workers"]).await;
     create_foo(&client, &scene.ns, "before", "before-nginx", Some(1)).await;
     scene.until_converged("before", "before-nginx", 1).await;
 
@@ -170,14 +177,7 @@ async fn fault_2_a_conflict_on_the_status_write_is_retried_until_it_converges() 
         }
     });
     let proxy = proxy::start(client.clone(), cp.data_dir(), &scene.ns, rule).await;
-    let port = free_port();
-    let mut step = Step::start(
-        "step-7",
-        &proxy.kubeconfig,
-        Some(&scene.ns),
-        &["--http-address", &format!("127.0.0.1:{port}")],
-    );
-    step.expect(&["Starting workers"]).await;
+    let (mut step, port) = scene.start_step_7(&proxy.kubeconfig).await;
     create_foo(
         &client,
         &scene.ns,
@@ -253,14 +253,7 @@ async fn fault_4_a_foreign_deployment_is_left_alone_and_retried_with_growing_del
     let (cp, client) = cluster().await;
     let scene = Scene::new(&client, "fault4").await;
     let taken = untouchable(&create_settled_foreign_deployment(&client, &scene.ns, "taken").await);
-    let port = free_port();
-    let mut step = Step::start(
-        "step-7",
-        cp.kubeconfig_path(),
-        Some(&scene.ns),
-        &["--http-address", &format!("127.0.0.1:{port}")],
-    );
-    step.expect(&["Starting workers"]).await;
+    let (mut step, port) = scene.start_step_7(cp.kubeconfig_path()).await;
     create_foo(&client, &scene.ns, "squatted", "taken", Some(1)).await;
     let window = Duration::from_secs(60);
     step.drain_for(window).await;
@@ -380,14 +373,7 @@ async fn fault_5_invalid_foos_are_rejected_by_the_api_server_and_never_reach_the
 async fn fault_6_an_empty_deployment_name_is_logged_once_per_change_without_retries() {
     let (cp, client) = cluster().await;
     let scene = Scene::new(&client, "fault6").await;
-    let port = free_port();
-    let mut step = Step::start(
-        "step-7",
-        cp.kubeconfig_path(),
-        Some(&scene.ns),
-        &["--http-address", &format!("127.0.0.1:{port}")],
-    );
-    step.expect(&["Starting workers"]).await;
+    let (mut step, port) = scene.start_step_7(cp.kubeconfig_path()).await;
     create_foo(&client, &scene.ns, "nameless", "", Some(1)).await;
     let missing = "Deployment name missing";
     step.expect(&[missing]).await;
