@@ -80,6 +80,11 @@ pub struct LeaderFlags {
 // ANCHOR_END: flags
 
 impl LeaderFlags {
+    /// How often a standby, and the leader's own check, read the Lease.
+    fn retry_period(&self) -> Duration {
+        Duration::from_secs(self.leader_elect_retry_period.max(1))
+    }
+
     /// The identity this replica writes into the Lease.
     pub fn identity(&self) -> String {
         self.leader_elect_identity.clone().unwrap_or_else(|| {
@@ -211,7 +216,7 @@ pub async fn acquire(
                     leases: Api::namespaced(client.clone(), &flags.leader_elect_namespace),
                     name: flags.leader_elect_lease_name.clone(),
                     identity,
-                    period: Duration::from_secs(flags.leader_elect_retry_period.max(1)),
+                    period: flags.retry_period(),
                     renew_deadline: duration
                         .saturating_sub(Duration::from_secs(flags.leader_elect_renew_grace) / 2),
                 };
@@ -249,7 +254,7 @@ pub async fn acquire(
 /// read is only retried (the manager reports errors itself).
 async fn released_by_other(client: &Client, flags: &LeaderFlags, identity: &str) {
     let leases: Api<Lease> = Api::namespaced(client.clone(), &flags.leader_elect_namespace);
-    let period = Duration::from_secs(flags.leader_elect_retry_period.max(1));
+    let period = flags.retry_period();
     let mut held_by_other = false;
     loop {
         tokio::time::sleep(period).await;

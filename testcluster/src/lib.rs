@@ -655,6 +655,83 @@ pub async fn install_crd_yaml(client: &kube::Client, yaml: &str) -> Result<()> {
     Ok(())
 }
 
+/// The documents of a YAML stream (a manifest file), as JSON values; empty
+/// documents are skipped.
+pub fn yaml_documents(yaml: &str) -> Result<Vec<serde_json::Value>> {
+    let mut documents = Vec::new();
+    for document in serde_yaml::Deserializer::from_str(yaml) {
+        let value = serde_json::Value::deserialize(document)?;
+        if !value.is_null() {
+            documents.push(value);
+        }
+    }
+    Ok(documents)
+}
+
+/// Server-side applies one object of any kind (its resource found by
+/// discovery) as `field_manager`. With `dry_run`, the API server validates
+/// and admits it without storing it (`kubectl apply --dry-run=server`).
+pub async fn apply_object(
+    client: &kube::Client,
+    object: &serde_json::Value,
+    field_manager: &str,
+    dry_run: bool,
+) -> Result<()> {
+    use kube::ResourceExt;
+    use kube::api::{DynamicObject, GroupVersionKind};
+    use kube::discovery::{Scope, pinned_kind};
+    let object: DynamicObject = serde_json::from_value(object.clone())?;
+    let types = object.types.as_ref().context("an object without kind")?;
+    let what = format!("{} {}", types.kind, object.name_any());
+    let (resource, capabilities) = pinned_kind(client, &GroupVersionKind::try_from(types)?)
+        .await
+        .with_context(|| format!("discovering the resource of {what}"))?;
+    let api: Api<DynamicObject> = match capabilities.scope {
+        Scope::Namespaced => {
+            let ns = object
+                .namespace()
+                .with_context(|| format!("{what} has no namespace"))?;
+            Api::namespaced_with(client.clone(), &ns, &resource)
+        }
+        Scope::Cluster => Api::all_with(client.clone(), &resource),
+    };
+    let mut params = PatchParams::apply(field_manager).force();
+    params.dry_run = dry_run;
+    api.patch(&object.name_any(), &params, &Patch::Apply(&object))
+        .await
+        .with_context(|| format!("applying {what}"))?;
+    Ok(())
+}
+
+/// `GET http://127.0.0.1:{port}{path}` (HTTP/1.1, no TLS): the status code
+/// and the body. For the endpoints a step serves with `--http-address`.
+pub async fn http_get(port: u16, path: &str) -> Result<(u16, String)> {
+    let path = path.to_string();
+    tokio::task::spawn_blocking(move || -> Result<(u16, String)> {
+        use std::io::{Read, Write};
+        let mut stream = std::net::TcpStream::connect(("127.0.0.1", port))
+            .with_context(|| format!("connecting to 127.0.0.1:{port}"))?;
+        stream.set_read_timeout(Some(Duration::from_secs(10)))?;
+        write!(
+            stream,
+            "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+        )?;
+        let mut response = String::new();
+        stream.read_to_string(&mut response)?;
+        let code = response
+            .split(' ')
+            .nth(1)
+            .context("no HTTP status line")?
+            .parse()?;
+        let body = response
+            .split_once("\r\n\r\n")
+            .map(|(_, body)| body.to_string())
+            .unwrap_or_default();
+        Ok((code, body))
+    })
+    .await?
+}
+
 /// `${XDG_CACHE_HOME:-$HOME/.cache}/sample-controller-rs/cluster`: data directory of the
 /// long-running cluster of `cargo xtask cluster up` (kubeconfig, logs, `pids.json`).
 pub fn cluster_dir() -> Result<PathBuf> {

@@ -339,19 +339,7 @@ pub fn free_port() -> u16 {
 /// `GET http://127.0.0.1:{port}{path}`: the status code and body, or `None`
 /// if nothing answers.
 pub async fn http_get(port: u16, path: &str) -> Option<(u16, String)> {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port))
-        .await
-        .ok()?;
-    let request = format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
-    stream.write_all(request.as_bytes()).await.ok()?;
-    let mut response = String::new();
-    stream.read_to_string(&mut response).await.ok()?;
-    let code = response.split(' ').nth(1)?.parse().ok()?;
-    let body = response
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_string())?;
-    Some((code, body))
+    testcluster::http_get(port, path).await.ok()
 }
 
 /// The value of the metric line starting with `name` (labels included) in
@@ -426,11 +414,7 @@ pub fn manifest_roles() -> (
     k8s_openapi::api::rbac::v1::ClusterRole,
     k8s_openapi::api::rbac::v1::Role,
 ) {
-    let rbac = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/manifests/rbac.yaml"))
-        .expect("read manifests/rbac.yaml");
-    let docs: Vec<serde_json::Value> = serde_yaml::Deserializer::from_str(&rbac)
-        .map(|doc| serde::Deserialize::deserialize(doc).expect("YAML document"))
-        .collect();
+    let docs = manifest("rbac.yaml");
     let find = |kind: &str| {
         docs.iter()
             .find(|d| d["kind"] == kind)
@@ -535,36 +519,14 @@ pub async fn create_settled_foreign_deployment(
 
 /// The YAML documents of `manifests/<file>`.
 pub fn manifest(file: &str) -> Vec<serde_json::Value> {
-    let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("manifests")
         .join(file);
     let text = std::fs::read_to_string(&path).expect("read manifest");
-    serde_yaml::Deserializer::from_str(&text)
-        .map(|doc| serde::Deserialize::deserialize(doc).expect("YAML document"))
-        .filter(|v: &serde_json::Value| !v.is_null())
-        .collect()
+    testcluster::yaml_documents(&text).expect("YAML documents")
 }
 
 /// Server-side applies `doc` (a dry run unless `for_real`).
-pub async fn apply(client: &Client, doc: &serde_json::Value, for_real: bool) -> kube::Result<()> {
-    use kube::ResourceExt;
-    use kube::api::{DynamicObject, Patch, PatchParams};
-    use kube::discovery::{Scope, pinned_kind};
-    let obj: DynamicObject = serde_json::from_value(doc.clone()).expect("object");
-    let gvk = kube::api::GroupVersionKind::try_from(obj.types.as_ref().expect("types"))
-        .expect("group/version/kind");
-    let (resource, capabilities) = pinned_kind(client, &gvk).await?;
-    let api: Api<DynamicObject> = match capabilities.scope {
-        Scope::Namespaced => Api::namespaced_with(
-            client.clone(),
-            &obj.namespace().expect("namespace"),
-            &resource,
-        ),
-        Scope::Cluster => Api::all_with(client.clone(), &resource),
-    };
-    let mut params = PatchParams::apply("manifest-test").force();
-    params.dry_run = !for_real;
-    api.patch(&obj.name_any(), &params, &Patch::Apply(&obj))
-        .await
-        .map(|_| ())
+pub async fn apply(client: &Client, doc: &serde_json::Value, for_real: bool) -> anyhow::Result<()> {
+    testcluster::apply_object(client, doc, "manifest-test", !for_real).await
 }

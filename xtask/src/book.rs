@@ -1313,37 +1313,9 @@ fn port_free(port: u16) -> Result<()> {
         })
 }
 
-/// `GET http://127.0.0.1:{port}{path}`: the status code and the body.
-async fn http_get(port: u16, path: &str) -> Result<(u16, String)> {
-    let path = path.to_string();
-    tokio::task::spawn_blocking(move || -> Result<(u16, String)> {
-        use std::io::{Read, Write};
-        let mut stream = std::net::TcpStream::connect(("127.0.0.1", port))
-            .with_context(|| format!("connecting to 127.0.0.1:{port}"))?;
-        stream.set_read_timeout(Some(Duration::from_secs(10)))?;
-        write!(
-            stream,
-            "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
-        )?;
-        let mut response = String::new();
-        stream.read_to_string(&mut response)?;
-        let code = response
-            .split(' ')
-            .nth(1)
-            .context("no HTTP status line")?
-            .parse()?;
-        let body = response
-            .split_once("\r\n\r\n")
-            .map(|(_, body)| body.to_string())
-            .unwrap_or_default();
-        Ok((code, body))
-    })
-    .await?
-}
-
 /// The value of metric `name` (labels included) on `port`'s `/metrics`, 0 if absent.
 async fn metric(port: u16, name: &str) -> Result<String> {
-    let (_, text) = http_get(port, "/metrics").await?;
+    let (_, text) = testcluster::http_get(port, "/metrics").await?;
     Ok(text
         .lines()
         .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
@@ -1354,7 +1326,7 @@ async fn metric(port: u16, name: &str) -> Result<String> {
 /// What `curl` on a replica's endpoints shows: `/readyz`'s status code and
 /// the two metrics that tell a leader from a standby.
 async fn curl_summary(port: u16) -> Result<String> {
-    let (ready, _) = http_get(port, "/readyz").await?;
+    let (ready, _) = testcluster::http_get(port, "/readyz").await?;
     Ok(format!(
         "/readyz {ready}, sample_controller_leader {}, sample_controller_reconciles_total {}",
         metric(port, "sample_controller_leader").await?,
@@ -1428,7 +1400,7 @@ async fn metrics(env: &Env) -> Result<Vec<String>> {
             .saturating_duration_since(tokio::time::Instant::now()),
     )
     .await;
-    let (code, body) = http_get(METRICS_PORT, "/metrics").await?;
+    let (code, body) = testcluster::http_get(METRICS_PORT, "/metrics").await?;
     ensure!(code == 200, "/metrics answered {code}");
     let mut lines = vec![
         format!("$ cargo run --bin step-7 -- --namespace {ns} --http-address {address} &"),
@@ -1444,38 +1416,11 @@ async fn metrics(env: &Env) -> Result<Vec<String>> {
 
 /// `kubectl apply --server-side -f manifests/<file>`: applies every object in it.
 async fn apply_manifest(client: &Client, file: &str) -> Result<()> {
-    use kube::ResourceExt;
-    use kube::api::{DynamicObject, GroupVersionKind};
-    use kube::discovery::{Scope, pinned_kind};
     let path = crate::repo_root().join("manifests").join(file);
     let text =
         std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
-    for doc in serde_yaml::Deserializer::from_str(&text) {
-        let value: serde_json::Value = serde::Deserialize::deserialize(doc)?;
-        if value.is_null() {
-            continue;
-        }
-        let object: DynamicObject = serde_json::from_value(value)?;
-        let types = object.types.as_ref().context("an object without kind")?;
-        let (resource, capabilities) =
-            pinned_kind(client, &GroupVersionKind::try_from(types)?).await?;
-        let api: Api<DynamicObject> = match capabilities.scope {
-            Scope::Namespaced => Api::namespaced_with(
-                client.clone(),
-                &object
-                    .namespace()
-                    .context("a namespaced object without namespace")?,
-                &resource,
-            ),
-            Scope::Cluster => Api::all_with(client.clone(), &resource),
-        };
-        api.patch(
-            &object.name_any(),
-            &PatchParams::apply("book-outputs").force(),
-            &Patch::Apply(&object),
-        )
-        .await
-        .with_context(|| format!("applying {} {}", types.kind, object.name_any()))?;
+    for object in testcluster::yaml_documents(&text)? {
+        testcluster::apply_object(client, &object, "book-outputs", false).await?;
     }
     Ok(())
 }
@@ -1539,7 +1484,7 @@ async fn lease_table(client: &Client) -> Result<Vec<String>> {
 /// Waits until `/readyz` on `port` answers 200.
 async fn until_ready(port: u16) -> Result<()> {
     eventually(&format!("/readyz 200 on port {port}"), || async move {
-        (http_get(port, "/readyz").await.ok()?.0 == 200).then_some(())
+        (testcluster::http_get(port, "/readyz").await.ok()?.0 == 200).then_some(())
     })
     .await
 }
