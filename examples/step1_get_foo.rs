@@ -20,7 +20,7 @@ struct Args {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
-    let (client, _url) = client_from_flags(&args.client).await?;
+    let client = client_from_flags(&args.client).await?.client;
     let foos: Api<Foo> = Api::namespaced(client, &args.namespace);
     // Go: Foos(ns).Get(ctx, name, metav1.GetOptions{}) and errors.IsNotFound(err).
     // get_opt folds the 404 into None; any other error stays an error.

@@ -24,7 +24,7 @@ struct Args {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
-    let (client, _url) = client_from_flags(&args.client).await?;
+    let client = client_from_flags(&args.client).await?.client;
     // Go: informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = ... })
     let config = watcher::Config::default().labels(&args.selector);
     let (foos, writer) = reflector::store::<Foo>();

@@ -22,7 +22,7 @@ struct Args {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
-    let (client, _url) = client_from_flags(&args.client).await?;
+    let client = client_from_flags(&args.client).await?.client;
     let (_cache, events) = informer(
         args.namespace.api::<Foo>(&client),
         watcher::Config::default(),

@@ -20,7 +20,7 @@ struct Args {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
-    let (client, _url) = client_from_flags(&args.client).await?;
+    let client = client_from_flags(&args.client).await?.client;
     // events.k8s.io/v1, the API kube's Recorder writes (Go's recorder writes core/v1).
     let events = args
         .namespace

@@ -83,13 +83,21 @@ pub async fn config_from_flags(flags: &ClientFlags) -> anyhow::Result<Config> {
     Ok(config)
 }
 
-/// A client for the cluster the flags point at, and that cluster's URL for
-/// messages. Go: `kubernetes.NewForConfig` and `clientset.NewForConfig`; in
-/// Rust one `Client` serves every resource type.
-pub async fn client_from_flags(flags: &ClientFlags) -> anyhow::Result<(Client, String)> {
+/// A client, and the address of the API server it talks to.
+#[derive(Clone)]
+pub struct Connection {
+    /// One client for every resource type. Go: the two clientsets.
+    pub client: Client,
+    /// The API server's URL, for messages that say which cluster failed.
+    pub url: String,
+}
+
+/// A client for the cluster the flags point at. Go: `kubernetes.NewForConfig`
+/// and `clientset.NewForConfig`; in Rust one `Client` serves every resource type.
+pub async fn client_from_flags(flags: &ClientFlags) -> anyhow::Result<Connection> {
     let config = config_from_flags(flags).await?;
     let url = config.cluster_url.to_string();
     let client = Client::try_from(config).context("cannot build a Kubernetes client")?;
-    Ok((client, url))
+    Ok(Connection { client, url })
 }
 // ANCHOR_END: client

@@ -1,27 +1,27 @@
-//! The full controller: step 7.
+//! The constants, errors and `Controller` of Go's controller.go.
 //!
 //! Go: [controller.go](https://github.com/kubernetes/sample-controller/blob/v0.36.3/controller.go).
-//! Step 6's sync, plus Events, a tracing span per sync, graceful shutdown,
-//! and two places where kube-rs idiom replaces a literal port (each marked
-//! "Idiom:" below; the end state is the same as Go's).
+//! The constants and [`Error`] serve steps 5–8; [`Controller`] is step 7, Go's
+//! whole program: step 6's sync with Events and a tracing span per sync,
+//! behaving as Go does request for request (create, then a full replace of
+//! the Deployment, a PUT of the status on every sync, Go's 30 s resync).
+//! Step 8 (`src/reconciler.rs`) is the same controller the kube-rs way.
 
 use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::Deployment;
-use kube::api::{Patch, PatchParams, PostParams};
+use kube::api::PostParams;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Api, Client, Resource, ResourceExt};
 use tracing::Instrument;
 
-use crate::Foo;
 use crate::deployment::{is_controlled_by, new_deployment};
-use crate::diagnose::{Permission, READ, permission};
 use crate::handlers::Informers;
 use crate::informer::key_string;
-use crate::server::Probes;
 use crate::signals::Shutdown;
-use crate::workqueue::{self, RateLimiter, SyncFuture};
+use crate::workqueue;
+use crate::{Foo, FooStatus};
 
 // ANCHOR: constants
 /// Names this controller in Events and in managedFields. Go: `controllerAgentName`.
@@ -42,40 +42,67 @@ pub fn message_resource_exists(deployment: &str) -> String {
 }
 // ANCHOR_END: constants
 
-/// Everything step 7 needs RBAC to allow.
-pub const PERMISSIONS: &[Permission] = &[
-    READ[0],
-    READ[1],
-    READ[2],
-    READ[3],
-    permission("create", "apps", "deployments"),
-    permission("patch", "apps", "deployments"),
-    Permission {
-        subresource: Some("status"),
-        ..permission("patch", "samplecontroller.k8s.io", "foos")
-    },
-    permission("create", "events.k8s.io", "events"),
-    permission("patch", "events.k8s.io", "events"),
-];
-
+// ANCHOR: errors
 /// Why a sync failed; every variant is retried with backoff.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// The Deployment name is taken by an object this Foo does not control.
+    /// Go: `fmt.Errorf("%s", msg)` with `MessageResourceExists`.
     #[error("{}", message_resource_exists(.0))]
     ResourceExists(String),
-    /// A failed API call.
+    /// A failed API call (create, update, status update or apply).
     #[error(transparent)]
     Kube(#[from] kube::Error),
+    /// Step 8: the Deployment cache stopped before its first list (the
+    /// controller is shutting down).
+    #[error("the Deployment cache stopped")]
+    CacheStopped,
 }
+// ANCHOR_END: errors
 
 impl Error {
-    /// The `error` label of the failure metric.
+    /// A short name for the kind of failure (the `error` label of step 8's
+    /// failure metric).
     pub fn kind(&self) -> &'static str {
         match self {
             Error::ResourceExists(_) => "resource_exists",
             Error::Kube(_) => "api",
+            Error::CacheStopped => "cache",
         }
+    }
+}
+
+/// The Event recorder of this controller. Go: `record.NewBroadcaster` and
+/// `NewRecorder` with `controllerAgentName`. kube writes events.k8s.io/v1
+/// Events and folds repeats into a series itself.
+pub fn recorder(client: Client) -> Recorder {
+    let reporter = Reporter {
+        controller: CONTROLLER_AGENT_NAME.into(),
+        instance: std::env::var("POD_NAME").ok(),
+    };
+    Recorder::new(client, reporter)
+}
+
+/// Records an Event about `foo`. Go: `c.recorder.Event(foo, type, reason, message)`.
+///
+/// Go's recorder sends in the background and never fails the sync; a failed
+/// publish is likewise only logged.
+pub async fn publish(
+    recorder: &Recorder,
+    foo: &Foo,
+    type_: EventType,
+    reason: &str,
+    message: &str,
+) {
+    let event = Event {
+        type_,
+        reason: reason.into(),
+        note: Some(message.into()),
+        action: "Sync".into(),
+        secondary: None,
+    };
+    if let Err(err) = recorder.publish(&event, &foo.object_ref(&())).await {
+        tracing::warn!(%reason, error = %err, "cannot record event");
     }
 }
 
@@ -86,8 +113,6 @@ pub struct Controller {
     foos: Store<Foo>,
     deployments: Store<Deployment>,
     recorder: Recorder,
-    limiter: Arc<RateLimiter<ObjectRef<Foo>>>,
-    probes: Arc<Probes>,
 }
 
 impl Controller {
@@ -95,26 +120,12 @@ impl Controller {
     /// Go: `NewController` (the handlers are registered by
     /// [`crate::handlers::start_informers`]).
     pub fn new(client: Client, foos: Store<Foo>, deployments: Store<Deployment>) -> Self {
-        // Go: record.NewBroadcaster + NewRecorder. kube writes events.k8s.io/v1
-        // Events and aggregates repeats into a series itself.
-        let reporter = Reporter {
-            controller: CONTROLLER_AGENT_NAME.into(),
-            instance: std::env::var("POD_NAME").ok(),
-        };
         Self {
-            recorder: Recorder::new(client.clone(), reporter),
+            recorder: recorder(client.clone()),
             client,
             foos,
             deployments,
-            limiter: Arc::new(RateLimiter::sample_controller()),
-            probes: Arc::default(),
         }
-    }
-
-    /// Reports readiness and counts syncs in `probes` (served by
-    /// [`crate::server::serve`]). Not in Go.
-    pub fn with_probes(self, probes: Arc<Probes>) -> Self {
-        Self { probes, ..self }
     }
 
     /// Waits for the caches, then runs `workers` workers until `shutdown`,
@@ -133,25 +144,14 @@ impl Controller {
             synced = informers.wait_for_cache_sync() => synced?,
             () = shutdown.clone() => return Ok(()),
         }
-        self.probes.set_ready(true);
         tracing::info!(workers, "Starting workers");
         let controller = Arc::new(self);
-        let queue = futures::StreamExt::take_until(informers.queue, shutdown);
-        let limiter = controller.limiter.clone();
         let foos = controller.foos.clone();
-        workqueue::run(foos, queue, workers, limiter, |foo| -> SyncFuture<Error> {
+        workqueue::run_until(foos, informers.queue, shutdown, workers, |foo| {
             let controller = controller.clone();
+            // Go: klog.LoggerWithValues(logger, "objectRef", objectRef)
             let span = tracing::info_span!("sync", objectRef = %key_string(&ObjectRef::from(foo.as_ref())));
-            Box::pin(
-                async move {
-                    let started = std::time::Instant::now();
-                    let result = controller.sync_handler(&foo).await;
-                    let error = result.as_ref().err().map(Error::kind);
-                    controller.probes.metrics.reconciled(started.elapsed(), error);
-                    result
-                }
-                .instrument(span),
-            )
+            async move { controller.sync_handler(&foo).await }.instrument(span)
         })
         .await;
         tracing::info!("Shutting down workers");
@@ -173,6 +173,10 @@ impl Controller {
         }
 
         let api: Api<Deployment> = Api::namespaced(self.client.clone(), &namespace);
+        let params = PostParams {
+            field_manager: Some(FIELD_MANAGER.into()),
+            ..PostParams::default()
+        };
         let deployment = match self
             .deployments
             .get(&ObjectRef::new(deployment_name).within(&namespace))
@@ -180,18 +184,20 @@ impl Controller {
             Some(cached) => cached,
             None => {
                 tracing::info!(deployment = %deployment_name, "Creating deployment");
-                let params = PostParams {
-                    field_manager: Some(FIELD_MANAGER.into()),
-                    ..PostParams::default()
-                };
                 Arc::new(api.create(&params, &new_deployment(foo)).await?)
             }
         };
 
         if !is_controlled_by(&deployment, foo) {
             let message = message_resource_exists(&deployment.name_any());
-            self.publish(foo, EventType::Warning, ERR_RESOURCE_EXISTS, &message)
-                .await;
+            publish(
+                &self.recorder,
+                foo,
+                EventType::Warning,
+                ERR_RESOURCE_EXISTS,
+                &message,
+            )
+            .await;
             return Err(Error::ResourceExists(deployment.name_any()));
         }
 
@@ -199,14 +205,11 @@ impl Controller {
         let deployment = match foo.spec.replicas.filter(|d| Some(*d) != current) {
             Some(desired) => {
                 tracing::info!(currentReplicas = ?current, desiredReplicas = desired, "Update deployment resource");
-                // Idiom: server-side apply instead of Go's full-object Update.
-                // It sets the same fields to the same values, but leaves fields
-                // other managers own (annotations, say) alone, and cannot
-                // clobber a concurrent write. Safe here: we checked above that
-                // the Deployment is ours.
-                let params = PatchParams::apply(FIELD_MANAGER).force();
+                // Go's Update: the whole object, without a resourceVersion, so
+                // the API server replaces it unconditionally, dropping what
+                // anyone else added (labels, annotations, a changed image).
                 Arc::new(
-                    api.patch(deployment_name, &params, &Patch::Apply(new_deployment(foo)))
+                    api.replace(deployment_name, &params, &new_deployment(foo))
                         .await?,
                 )
             }
@@ -214,7 +217,8 @@ impl Controller {
         };
 
         self.update_foo_status(foo, &deployment).await?;
-        self.publish(
+        publish(
+            &self.recorder,
             foo,
             EventType::Normal,
             SUCCESS_SYNCED,
@@ -226,59 +230,32 @@ impl Controller {
     // ANCHOR_END: sync_handler
 
     // ANCHOR: update_foo_status
-    /// Writes the Deployment's available replicas into the Foo's status.
+    /// Writes the Deployment's available replicas into the Foo's status, on
+    /// every sync, as Go does (with the 30 s resync: every Foo, every 30 s).
     /// Go: `updateFooStatus`.
     ///
-    /// Idiom: Go writes the status on every sync, even when it would not
-    /// change (with its 30 s resync, every Foo every 30 s). Here an unchanged
-    /// status is not written, so an idle controller makes no writes; and the
-    /// write is a server-side apply of just the status, which cannot conflict
-    /// with a stale cache the way Go's PUT of the whole object can.
+    /// A PUT to `/status` of a changed copy of the cached Foo: it carries the
+    /// cached resourceVersion, so a stale cache gets 409 Conflict and the key
+    /// is retried, as in Go.
     async fn update_foo_status(&self, foo: &Foo, deployment: &Deployment) -> Result<(), Error> {
-        let available = deployment
-            .status
-            .as_ref()
-            .and_then(|s| s.available_replicas)
-            .unwrap_or(0);
-        if foo
-            .status
-            .as_ref()
-            .is_some_and(|s| s.available_replicas == available)
-        {
-            return Ok(());
-        }
-        let status = serde_json::json!({
-            "apiVersion": Foo::api_version(&()),
-            "kind": Foo::kind(&()),
-            "status": { "availableReplicas": available },
+        let mut copy = foo.clone(); // Go: foo.DeepCopy()
+        copy.status = Some(FooStatus {
+            available_replicas: deployment
+                .status
+                .as_ref()
+                .and_then(|s| s.available_replicas)
+                .unwrap_or(0),
         });
+        let params = PostParams {
+            field_manager: Some(FIELD_MANAGER.into()),
+            ..PostParams::default()
+        };
         let api: Api<Foo> =
             Api::namespaced(self.client.clone(), &foo.namespace().unwrap_or_default());
-        let params = PatchParams::apply(FIELD_MANAGER).force();
-        api.patch_status(&foo.name_any(), &params, &Patch::Apply(status))
-            .await?;
+        api.replace_status(&foo.name_any(), &params, &copy).await?;
         Ok(())
     }
     // ANCHOR_END: update_foo_status
-
-    // ANCHOR: publish
-    /// Records an Event about `foo`. Go: `c.recorder.Event(foo, type, reason, message)`.
-    ///
-    /// Go's recorder sends in the background and never fails the sync; a
-    /// failed publish is likewise only logged here.
-    async fn publish(&self, foo: &Foo, type_: EventType, reason: &str, message: &str) {
-        let event = Event {
-            type_,
-            reason: reason.into(),
-            note: Some(message.into()),
-            action: "Sync".into(),
-            secondary: None,
-        };
-        if let Err(err) = self.recorder.publish(&event, &foo.object_ref(&())).await {
-            tracing::warn!(%reason, error = %err, "cannot record event");
-        }
-    }
-    // ANCHOR_END: publish
 }
 
 /// Go's controller_test.go cases, plus the branches it does not cover, as
@@ -286,7 +263,6 @@ impl Controller {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::FooStatus;
     use crate::fixtures::{cache, foo, mock_client, stored};
     use http::Method;
     use serde_json::json;
@@ -299,12 +275,13 @@ mod tests {
         Controller::new(client, cache(foos), cache(deployments))
     }
 
-    fn status_patch(available: i32) -> serde_json::Value {
-        json!({
-            "apiVersion": "samplecontroller.k8s.io/v1alpha1",
-            "kind": "Foo",
-            "status": {"availableReplicas": available}
-        })
+    /// What Go's `UpdateStatus` sends: the whole cached Foo with the new status.
+    fn status_update(foo: &Foo, available: i32) -> serde_json::Value {
+        let mut copy = foo.clone();
+        copy.status = Some(FooStatus {
+            available_replicas: available,
+        });
+        serde_json::to_value(copy).unwrap()
     }
 
     // ANCHOR: test_creates_deployment
@@ -317,16 +294,14 @@ mod tests {
         let expected = serde_json::to_value(new_deployment(&foo)).unwrap();
         let created = serde_json::to_value(stored(new_deployment(&foo), 0)).unwrap();
         let reply = serde_json::to_value(&foo).unwrap();
+        let want_status = status_update(&foo, 0);
         let api = tokio::spawn(async move {
             let create = server.expect(Method::POST, DEPLOYMENTS, 201, created).await;
             assert_eq!(create.body, expected);
             assert_eq!(create.query, "&fieldManager=sample-controller");
-            let status = server.expect(Method::PATCH, FOO_STATUS, 200, reply).await;
-            assert_eq!(status.body, status_patch(0));
-            assert!(
-                status.query.contains("fieldManager=sample-controller")
-                    && status.query.contains("force=true")
-            );
+            let status = server.expect(Method::PUT, FOO_STATUS, 200, reply).await;
+            assert_eq!(status.body, want_status);
+            assert_eq!(status.query, "&fieldManager=sample-controller");
             let event = server.expect_event().await;
             assert_eq!(event.body["reason"], "Synced");
             assert_eq!(event.body["type"], "Normal");
@@ -348,9 +323,10 @@ mod tests {
         let (client, mut server) = mock_client();
         let c = controller(client, vec![foo.clone()], vec![deployment]);
         let reply = serde_json::to_value(&foo).unwrap();
+        let want_status = status_update(&foo, 1);
         let api = tokio::spawn(async move {
-            let status = server.expect(Method::PATCH, FOO_STATUS, 200, reply).await;
-            assert_eq!(status.body, status_patch(1));
+            let status = server.expect(Method::PUT, FOO_STATUS, 200, reply).await;
+            assert_eq!(status.body, want_status);
             assert_eq!(server.expect_event().await.body["reason"], "Synced");
             server.expect_silence().await;
         });
@@ -360,8 +336,8 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn skips_the_status_write_when_the_status_is_already_current() {
-        // Not in Go, which writes the status on every sync.
+    async fn writes_the_status_even_when_it_is_already_current() {
+        // As Go: updateFooStatus always sends UpdateStatus.
         let mut foo = foo("test", Some(1));
         foo.status = Some(FooStatus {
             available_replicas: 1,
@@ -369,7 +345,11 @@ mod tests {
         let deployment = stored(new_deployment(&foo), 1);
         let (client, mut server) = mock_client();
         let c = controller(client, vec![foo.clone()], vec![deployment]);
+        let reply = serde_json::to_value(&foo).unwrap();
+        let want_status = status_update(&foo, 1);
         let api = tokio::spawn(async move {
+            let status = server.expect(Method::PUT, FOO_STATUS, 200, reply).await;
+            assert_eq!(status.body, want_status);
             assert_eq!(server.expect_event().await.body["reason"], "Synced");
             server.expect_silence().await;
         });
@@ -390,26 +370,25 @@ mod tests {
         let expected = serde_json::to_value(new_deployment(&foo)).unwrap();
         let updated = serde_json::to_value(stored(new_deployment(&foo), 1)).unwrap();
         let reply = serde_json::to_value(&foo).unwrap();
+        let want_status = status_update(&foo, 1);
         let api = tokio::spawn(async move {
-            let apply = server
+            // Go's Update: a PUT of newDeployment(foo), without a resourceVersion.
+            let update = server
                 .expect(
-                    Method::PATCH,
+                    Method::PUT,
                     &format!("{DEPLOYMENTS}/test-deployment"),
                     200,
                     updated,
                 )
                 .await;
-            assert_eq!(apply.body, expected);
-            assert!(
-                apply.query.contains("fieldManager=sample-controller")
-                    && apply.query.contains("force=true")
-            );
+            assert_eq!(update.body, expected);
+            assert_eq!(update.query, "&fieldManager=sample-controller");
             assert_eq!(
                 server
-                    .expect(Method::PATCH, FOO_STATUS, 200, reply)
+                    .expect(Method::PUT, FOO_STATUS, 200, reply)
                     .await
                     .body,
-                status_patch(1)
+                want_status
             );
             assert_eq!(server.expect_event().await.body["reason"], "Synced");
             server.expect_silence().await;
@@ -493,7 +472,7 @@ mod tests {
         let reply = serde_json::to_value(&foo).unwrap();
         let (client, mut server) = mock_client();
         let c = controller(client, vec![foo.clone()], vec![]);
-        let limiter = c.limiter.clone();
+        let limiter = Arc::new(workqueue::RateLimiter::sample_controller());
         let key = ObjectRef::from(&foo);
         let (queue_tx, queue) = futures::channel::mpsc::unbounded();
         queue_tx.unbounded_send(key.clone()).unwrap();
@@ -502,7 +481,7 @@ mod tests {
                 .expect(Method::POST, DEPLOYMENTS, 500, internal_error())
                 .await;
             server.expect(Method::POST, DEPLOYMENTS, 201, created).await;
-            server.expect(Method::PATCH, FOO_STATUS, 200, reply).await;
+            server.expect(Method::PUT, FOO_STATUS, 200, reply).await;
             server.expect_event().await;
             server.expect_silence().await;
             drop(queue_tx); // ends the queue: the workers stop
@@ -514,9 +493,9 @@ mod tests {
             queue,
             2,
             limiter.clone(),
-            |foo| -> SyncFuture<Error> {
+            |foo| {
                 let c = c.clone();
-                Box::pin(async move { c.sync_handler(&foo).await })
+                async move { c.sync_handler(&foo).await }
             },
         )
         .await;
@@ -533,7 +512,7 @@ mod tests {
         // Go: syncHandler's "Foo ... no longer exists" branch.
         let (client, mut server) = mock_client();
         let c = Arc::new(controller(client, vec![], vec![]));
-        let limiter = c.limiter.clone();
+        let limiter = Arc::new(workqueue::RateLimiter::sample_controller());
         let gone = ObjectRef::from(&foo("gone", Some(1)));
         let queue = futures::stream::iter([gone.clone()]);
         let api = tokio::spawn(async move { server.expect_silence().await });
@@ -544,10 +523,10 @@ mod tests {
             queue,
             2,
             limiter.clone(),
-            move |foo| -> SyncFuture<Error> {
+            move |foo| {
                 counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 let c = c.clone();
-                Box::pin(async move { c.sync_handler(&foo).await })
+                async move { c.sync_handler(&foo).await }
             },
         )
         .await;

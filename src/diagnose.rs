@@ -13,7 +13,7 @@ use kube::runtime::watcher;
 use kube::{Api, Client};
 
 use crate::Foo;
-use crate::config::NamespaceFlag;
+use crate::config::{Connection, NamespaceFlag};
 use crate::crd::{CRD_NAME, INSTALL_CRD_HINT};
 
 /// One permission a step needs, e.g. `create` on `deployments.apps`.
@@ -56,23 +56,21 @@ pub const fn permission(
     }
 }
 
-/// Read access every step needs: list and watch Foos and Deployments.
-pub const READ: &[Permission] = &[
-    permission("list", "samplecontroller.k8s.io", "foos"),
-    permission("watch", "samplecontroller.k8s.io", "foos"),
-    permission("list", "apps", "deployments"),
-    permission("watch", "apps", "deployments"),
-];
-
 /// Explains a failed API call: `what` says what was attempted ("list foos
 /// in all namespaces"), `url` is the API server's address.
+/// An empty `url` leaves the address out.
 pub fn explain(err: &kube::Error, what: &str, url: &str) -> String {
+    let at = if url.is_empty() {
+        String::new()
+    } else {
+        format!(" at {url}")
+    };
     match err {
         // Compare the code, not `is_not_found()`: for an API group that does not
         // exist the server answers a plain-text "404 page not found", which
         // carries no `NotFound` reason.
         kube::Error::Api(status) if status.code == 404 && what.contains("foos") => format!(
-            "cannot {what}: the Foo CRD ({CRD_NAME}) is not installed in the cluster at {url}.\n\
+            "cannot {what}: the Foo CRD ({CRD_NAME}) is not installed in the cluster{at}.\n\
              Install it with: {INSTALL_CRD_HINT}"
         ),
         kube::Error::Api(status) if status.is_forbidden() => format!(
@@ -81,7 +79,7 @@ pub fn explain(err: &kube::Error, what: &str, url: &str) -> String {
             status.message
         ),
         kube::Error::Api(status) if status.code == 401 => format!(
-            "cannot {what}: the API server at {url} rejected the credentials (401 Unauthorized). \
+            "cannot {what}: the API server{at} rejected the credentials (401 Unauthorized). \
              Check the user in your kubeconfig."
         ),
         kube::Error::Api(status) => format!(
@@ -89,7 +87,7 @@ pub fn explain(err: &kube::Error, what: &str, url: &str) -> String {
             status.code, status.reason, status.message
         ),
         kube::Error::HyperError(_) | kube::Error::Service(_) => format!(
-            "cannot {what}: the API server at {url} is unreachable ({err}).\n\
+            "cannot {what}: the API server{at} is unreachable ({err}).\n\
              Is the cluster running? Start one with `cargo xtask cluster up` (or kind/k3d), \
              or point --kubeconfig / --master / KUBECONFIG at a running cluster."
         ),
@@ -99,7 +97,8 @@ pub fn explain(err: &kube::Error, what: &str, url: &str) -> String {
 
 /// Explains a watcher error (the informer retries these with backoff; the
 /// explanation says what would stop the retries from succeeding).
-pub fn explain_watch(err: &watcher::Error, resource: &str, url: &str) -> String {
+pub fn explain_watch(err: &watcher::Error, resource: &str) -> String {
+    let url = "";
     match err {
         watcher::Error::InitialListFailed(e) => explain(e, &format!("list {resource}"), url),
         watcher::Error::WatchStartFailed(e) | watcher::Error::WatchFailed(e) => {
@@ -114,13 +113,12 @@ pub fn explain_watch(err: &watcher::Error, resource: &str, url: &str) -> String 
 /// is installed and RBAC grants `needed` in the chosen namespace. Each
 /// failure is an error whose message names the fix.
 pub async fn preflight(
-    client: &Client,
-    url: &str,
+    connection: &Connection,
     ns: &NamespaceFlag,
     needed: &[Permission],
 ) -> anyhow::Result<()> {
-    check_reachable(client, url, ns).await?;
-    let denied = missing_permissions(client, ns, needed).await;
+    check_reachable(connection, ns).await?;
+    let denied = missing_permissions(&connection.client, ns, needed).await;
     if !denied.is_empty() {
         anyhow::bail!(
             "RBAC forbids the user in your kubeconfig to do what this step needs in {}:\n  - {}\n\
@@ -136,7 +134,8 @@ pub async fn preflight(
 /// Fails with an explanation if the API server cannot be reached or the Foo
 /// CRD is not installed. A forbidden list passes: that is RBAC's business,
 /// which [`missing_permissions`] names verb by verb.
-pub async fn check_reachable(client: &Client, url: &str, ns: &NamespaceFlag) -> anyhow::Result<()> {
+pub async fn check_reachable(connection: &Connection, ns: &NamespaceFlag) -> anyhow::Result<()> {
+    let Connection { client, url } = connection;
     let scope = ns.describe();
     let one = ListParams::default().limit(1);
     // Reachability first: a one-item list of Deployments exists in every cluster.

@@ -3,31 +3,69 @@
 //! Go: the handlers registered in `NewController`, `enqueueFoo` and
 //! `handleObject` in
 //! [controller.go](https://github.com/kubernetes/sample-controller/blob/v0.36.3/controller.go#L127-L153).
-//! A handler returns the key to enqueue (or `None`) instead of calling the
-//! queue itself, so the same functions serve step 3 (which prints the key)
-//! and steps 4–7 (which send it to the queue).
+//! A handler returns the key to enqueue (or why it ignored the change)
+//! instead of calling the queue itself, so the same functions serve step 3
+//! (which prints the decision) and steps 4–7 (which send the key to the queue).
+
+use std::fmt;
+use std::time::Duration;
 
 use futures::channel::mpsc::{UnboundedReceiver, UnboundedSender, unbounded};
-use futures::{Stream, StreamExt, future};
+use futures::{Stream, StreamExt, future, stream};
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
-use kube::{Client, ResourceExt};
+use kube::{Api, ResourceExt};
 
 use crate::Foo;
-use crate::config::NamespaceFlag;
 use crate::deployment::controller_of;
 use crate::diagnose::explain_watch;
-use crate::informer::{Notification, informer};
+use crate::informer::{Notification, informer, resync};
+
+// ANCHOR: ignored
+/// Why a handler put nothing in the queue. Step 3 prints it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ignored {
+    /// A Foo was deleted: its Deployment goes with it (garbage collection).
+    FooDeleted,
+    /// A Deployment update that changed nothing: a resync replays the cache
+    /// as updates with the same resourceVersion.
+    ResyncReplay,
+    /// The Deployment has no owner reference marked `controller: true`.
+    NoController,
+    /// The Deployment's controller is of another kind.
+    NotAFoo(String),
+    /// The Deployment's controlling Foo is not in the cache (deleted, or not
+    /// listed yet): nothing to sync.
+    Orphan(String),
+}
+
+impl fmt::Display for Ignored {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Ignored::FooDeleted => write!(f, "Foo deletes are left to the garbage collector"),
+            Ignored::ResyncReplay => {
+                write!(f, "same resourceVersion: a resync replay, not a change")
+            }
+            Ignored::NoController => write!(f, "no controller owner reference"),
+            Ignored::NotAFoo(kind) => write!(f, "controlled by a {kind}, not a Foo"),
+            Ignored::Orphan(name) => write!(f, "orphan: its Foo {name:?} is not in the cache"),
+        }
+    }
+}
+
+/// What a handler decided: the key to enqueue, or why there is none.
+pub type Decision = Result<ObjectRef<Foo>, Ignored>;
+// ANCHOR_END: ignored
 
 // ANCHOR: foo_handler
 /// Foo handler: every add and update enqueues the Foo; deletes are left to
 /// the garbage collector, which removes the owned Deployment.
 /// Go: `AddFunc: enqueueFoo`, `UpdateFunc: enqueueFoo(new)`, no `DeleteFunc`.
-pub fn on_foo(notification: &Notification<Foo>) -> Option<ObjectRef<Foo>> {
+pub fn on_foo(notification: &Notification<Foo>) -> Decision {
     match notification {
-        Notification::Added(foo) | Notification::Updated { new: foo, .. } => Some(enqueue_foo(foo)),
-        Notification::Deleted(_) => None,
+        Notification::Added(foo) | Notification::Updated { new: foo, .. } => Ok(enqueue_foo(foo)),
+        Notification::Deleted(_) => Err(Ignored::FooDeleted),
     }
 }
 
@@ -43,13 +81,10 @@ pub fn enqueue_foo(foo: &Foo) -> ObjectRef<Foo> {
 /// controls enqueues that Foo, so a deleted or edited Deployment is put back.
 /// An update whose resourceVersion did not change is a resync replay, not a
 /// change, and is ignored. Go: the Deployment `AddFunc`, `UpdateFunc`, `DeleteFunc`.
-pub fn on_deployment(
-    notification: &Notification<Deployment>,
-    foos: &Store<Foo>,
-) -> Option<ObjectRef<Foo>> {
+pub fn on_deployment(notification: &Notification<Deployment>, foos: &Store<Foo>) -> Decision {
     match notification {
         Notification::Updated { old, new } if old.resource_version() == new.resource_version() => {
-            None
+            Err(Ignored::ResyncReplay)
         }
         other => handle_object(other.object(), foos),
     }
@@ -60,14 +95,17 @@ pub fn on_deployment(
 /// Like Go, only the owner reference marked `controller: true` counts, only
 /// its kind is compared, and the owner must be in the Foo cache (an owner
 /// that is gone leaves an orphan, which is ignored).
-pub fn handle_object(deployment: &Deployment, foos: &Store<Foo>) -> Option<ObjectRef<Foo>> {
-    let owner = controller_of(deployment)?;
+pub fn handle_object(deployment: &Deployment, foos: &Store<Foo>) -> Decision {
+    let owner = controller_of(deployment).ok_or(Ignored::NoController)?;
     if owner.kind != "Foo" {
-        return None;
+        return Err(Ignored::NotAFoo(owner.kind.clone()));
     }
-    let key = ObjectRef::new(&owner.name).within(&deployment.namespace()?);
-    let foo = foos.get(&key)?;
-    Some(enqueue_foo(&foo))
+    let orphan = || Ignored::Orphan(owner.name.clone());
+    let namespace = deployment.namespace().ok_or_else(orphan)?;
+    let foo = foos
+        .get(&ObjectRef::new(&owner.name).within(&namespace))
+        .ok_or_else(orphan)?;
+    Ok(enqueue_foo(&foo))
 }
 // ANCHOR_END: deployment_handler
 
@@ -84,33 +122,34 @@ pub struct Informers {
 }
 
 /// Starts a Foo and a Deployment informer whose handlers ([`on_foo`],
-/// [`on_deployment`]) send keys to [`Informers::queue`].
+/// [`on_deployment`]) send keys to [`Informers::queue`]. With `resync`, each
+/// informer also replays its whole cache to its handler every period, as Go's
+/// informer factory does (`NewSharedInformerFactory(client, 30*time.Second)`).
 /// Go: the handler registration in `NewController`, then `factory.Start`.
-pub fn start_informers(client: &Client, namespace: &NamespaceFlag, url: &str) -> Informers {
+pub fn start_informers(
+    foos: Api<Foo>,
+    deployments: Api<Deployment>,
+    resync_period: Option<Duration>,
+) -> Informers {
     let (queue_tx, queue) = unbounded();
-    let (foos, foo_events) = informer(namespace.api::<Foo>(client), watcher::Config::default());
-    let (deployments, deployment_events) = informer(
-        namespace.api::<Deployment>(client),
-        watcher::Config::default(),
-    );
+    let (foo_cache, foo_events) = informer(foos, watcher::Config::default());
+    let (deployment_cache, deployment_events) = informer(deployments, watcher::Config::default());
     spawn_handler(
-        foo_events,
+        with_resync(foo_events, &foo_cache, resync_period),
         queue_tx.clone(),
         "foos",
-        url.to_string(),
         on_foo,
     );
-    let cache = foos.clone();
+    let cache = foo_cache.clone();
     spawn_handler(
-        deployment_events,
+        with_resync(deployment_events, &deployment_cache, resync_period),
         queue_tx,
         "deployments",
-        url.to_string(),
         move |n| on_deployment(n, &cache),
     );
     Informers {
-        foos,
-        deployments,
+        foos: foo_cache,
+        deployments: deployment_cache,
         queue,
     }
 }
@@ -127,6 +166,23 @@ impl Informers {
     }
 }
 
+/// An informer's notifications, merged with a replay of its cache every
+/// `period` if there is one.
+fn with_resync<K>(
+    events: impl Stream<Item = Result<Notification<K>, watcher::Error>> + Send + 'static,
+    cache: &Store<K>,
+    period: Option<Duration>,
+) -> impl Stream<Item = Result<Notification<K>, watcher::Error>> + Send + 'static
+where
+    K: kube::Resource + Clone + Send + Sync + 'static,
+    K::DynamicType: Eq + std::hash::Hash + Clone + Send + Sync,
+{
+    match period {
+        Some(period) => stream::select(events, resync(cache.clone(), period)).left_stream(),
+        None => events.right_stream(),
+    }
+}
+
 /// Polls an informer in a background task, passing each notification to
 /// `handler` and each key it returns to the queue; logs watch errors (the
 /// watcher retries them). Go: the informer's goroutine calling its handlers.
@@ -134,18 +190,17 @@ fn spawn_handler<K: Send + Sync + 'static>(
     events: impl Stream<Item = Result<Notification<K>, watcher::Error>> + Send + 'static,
     queue: UnboundedSender<ObjectRef<Foo>>,
     resource: &'static str,
-    url: String,
-    handler: impl Fn(&Notification<K>) -> Option<ObjectRef<Foo>> + Send + 'static,
+    handler: impl Fn(&Notification<K>) -> Decision + Send + 'static,
 ) {
     tokio::spawn(events.for_each(move |event| {
         match event {
             Ok(notification) => {
-                if let Some(key) = handler(&notification) {
+                if let Ok(key) = handler(&notification) {
                     // Fails only once the queue is gone, i.e. during shutdown.
                     let _ = queue.unbounded_send(key);
                 }
             }
-            Err(err) => tracing::warn!("{}", explain_watch(&err, resource, &url)),
+            Err(err) => tracing::warn!("{}", explain_watch(&err, resource)),
         }
         future::ready(())
     }));
@@ -185,14 +240,14 @@ mod tests {
     fn a_deployment_controlled_by_a_cached_foo_enqueues_that_foo() {
         let owner = foo("a");
         let key = handle_object(&new_deployment(&owner), &cache_with(vec![owner.clone()]));
-        assert_eq!(key, Some(ObjectRef::new("a").within("default")));
+        assert_eq!(key, Ok(ObjectRef::new("a").within("default")));
     }
 
     #[test]
     fn a_deployment_whose_foo_is_not_cached_is_an_ignored_orphan() {
         assert_eq!(
             handle_object(&new_deployment(&foo("a")), &cache_with(vec![])),
-            None
+            Err(Ignored::Orphan("a".into()))
         );
     }
 
@@ -201,7 +256,10 @@ mod tests {
         let owner = foo("a");
         let mut d = new_deployment(&owner);
         d.metadata.owner_references.as_mut().unwrap()[0].controller = None;
-        assert_eq!(handle_object(&d, &cache_with(vec![owner])), None);
+        assert_eq!(
+            handle_object(&d, &cache_with(vec![owner])),
+            Err(Ignored::NoController)
+        );
     }
 
     #[test]
@@ -209,7 +267,10 @@ mod tests {
         let owner = foo("a");
         let mut d = new_deployment(&owner);
         d.metadata.owner_references.as_mut().unwrap()[0].kind = "ReplicaSet".into();
-        assert_eq!(handle_object(&d, &cache_with(vec![owner])), None);
+        assert_eq!(
+            handle_object(&d, &cache_with(vec![owner])),
+            Err(Ignored::NotAFoo("ReplicaSet".into()))
+        );
     }
 
     #[test]
@@ -223,7 +284,7 @@ mod tests {
             old: d.clone(),
             new: d.clone(),
         };
-        assert_eq!(on_deployment(&replay, &cache), None);
+        assert_eq!(on_deployment(&replay, &cache), Err(Ignored::ResyncReplay));
         let mut changed = (*d).clone();
         changed.metadata.resource_version = Some("8".into());
         let update = Notification::Updated {
@@ -232,7 +293,7 @@ mod tests {
         };
         assert_eq!(
             on_deployment(&update, &cache),
-            Some(ObjectRef::new("a").within("default"))
+            Ok(ObjectRef::new("a").within("default"))
         );
     }
 
@@ -243,21 +304,24 @@ mod tests {
         let gone = Notification::Deleted(Arc::new(new_deployment(&owner)));
         assert_eq!(
             on_deployment(&gone, &cache),
-            Some(ObjectRef::new("a").within("default"))
+            Ok(ObjectRef::new("a").within("default"))
         );
     }
 
     #[test]
     fn foo_adds_and_updates_enqueue_but_deletes_do_not() {
         let f = Arc::new(foo("a"));
-        assert!(on_foo(&Notification::Added(f.clone())).is_some());
+        assert!(on_foo(&Notification::Added(f.clone())).is_ok());
         assert!(
             on_foo(&Notification::Updated {
                 old: f.clone(),
                 new: f.clone()
             })
-            .is_some()
+            .is_ok()
         );
-        assert!(on_foo(&Notification::Deleted(f)).is_none());
+        assert_eq!(
+            on_foo(&Notification::Deleted(f)),
+            Err(Ignored::FooDeleted)
+        );
     }
 }

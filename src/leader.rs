@@ -1,5 +1,5 @@
 //! Leader election over a `coordination.k8s.io/v1` Lease, so that two or more
-//! replicas of step 7 can run and exactly one of them reconciles.
+//! replicas of step 8 can run and exactly one of them reconciles.
 //!
 //! Not in Go's sample-controller (it runs one replica). The Go equivalent is
 //! client-go's `tools/leaderelection` with a `LeaseLock`, as
@@ -33,7 +33,7 @@ use kube_lease_manager::{LeaseManager, LeaseManagerBuilder};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use crate::server::Probes;
+use crate::probes::Probes;
 use crate::signals::Shutdown;
 
 // ANCHOR: flags

@@ -1,4 +1,4 @@
-//! What step 7 counts, for Prometheus: reconciles, failures, how long a
+//! What step 8 counts, for Prometheus: reconciles, failures, how long a
 //! reconcile takes, and whether this replica is the leader.
 //!
 //! Not in Go's sample-controller. A client-go controller gets workqueue

@@ -6,7 +6,6 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::Context as _;
 use axum::Router;
@@ -15,11 +14,11 @@ use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 use axum::routing::get;
 
-use crate::metrics::Metrics;
+use crate::probes::Probes;
 use crate::signals::Shutdown;
 
 // ANCHOR: flags
-/// Where step 7 serves its probes and metrics.
+/// Where step 8 serves its probes and metrics.
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct ServeFlags {
     /// Serve /healthz, /readyz and /metrics on this address, e.g.
@@ -28,30 +27,6 @@ pub struct ServeFlags {
     pub http_address: Option<SocketAddr>,
 }
 // ANCHOR_END: flags
-
-/// What the endpoints report: the metrics, and whether the process is ready.
-#[derive(Default)]
-pub struct Probes {
-    /// The controller's metrics, served on `/metrics`.
-    pub metrics: Metrics,
-    ready: AtomicBool,
-}
-
-impl Probes {
-    /// Marks the process ready (`/readyz` answers 200) or not (503).
-    ///
-    /// Step 7 is ready once its caches are synced, or, under leader election,
-    /// while it stands by: a standby replica is healthy, and a Deployment
-    /// rollout must not wait for it to become leader.
-    pub fn set_ready(&self, ready: bool) {
-        self.ready.store(ready, Ordering::Release);
-    }
-
-    /// Whether `/readyz` answers 200.
-    pub fn is_ready(&self) -> bool {
-        self.ready.load(Ordering::Acquire)
-    }
-}
 
 // ANCHOR: serve
 /// Binds `addr` (failing at once with a clear message if it cannot) and

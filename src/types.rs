@@ -10,9 +10,6 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-/// The API group of `Foo`. It ends in `.k8s.io`, a group the API server protects.
-pub const GROUP: &str = "samplecontroller.k8s.io";
-
 /// The annotation a CRD in a protected `*.k8s.io` group must carry (KEP-2337);
 /// without it the API server rejects the CRD.
 pub const API_APPROVED_ANNOTATION: &str = "api-approved.kubernetes.io";

@@ -22,7 +22,6 @@ use std::error::Error as StdError;
 use std::fmt::Debug;
 use std::future::Future;
 use std::hash::Hash;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -31,7 +30,9 @@ use kube::Resource;
 use kube::runtime::controller::{self, Action, applier};
 use kube::runtime::reflector::{ObjectRef, Store};
 
+use crate::Foo;
 use crate::informer::key_string;
+use crate::signals::Shutdown;
 
 // ANCHOR: item_backoff
 /// Per-key exponential backoff: the n-th retry in a row of a key waits
@@ -165,9 +166,6 @@ impl<K: Eq + Hash + Clone> RateLimiter<K> {
 }
 // ANCHOR_END: rate_limiter
 
-/// What a sync returns: a boxed future, so that `run` can take any async fn.
-pub type SyncFuture<E> = Pin<Box<dyn Future<Output = Result<(), E>> + Send>>;
-
 // ANCHOR: run
 /// Runs `workers` workers over the keys in `queue` until it ends, then lets
 /// in-flight syncs finish. Go: `Run(ctx, workers)` with `runWorker` and
@@ -177,20 +175,22 @@ pub type SyncFuture<E> = Pin<Box<dyn Future<Output = Result<(), E>> + Send>>;
 /// key's backoff; an error requeues it after `limiter.when(key)`. A key
 /// whose object is no longer in the cache is dropped, as Go's `syncHandler`
 /// does for a deleted Foo.
-pub async fn run<K, E>(
+pub async fn run<K, E, Fut>(
     cache: Store<K>,
     queue: impl Stream<Item = ObjectRef<K>> + Send + 'static,
     workers: u16,
     limiter: Arc<RateLimiter<ObjectRef<K>>>,
-    mut sync: impl FnMut(Arc<K>) -> SyncFuture<E>,
+    mut sync: impl FnMut(Arc<K>) -> Fut,
 ) where
     K: Resource + Clone + Debug + Send + Sync + 'static,
     K::DynamicType: Default + Debug + Eq + Hash + Clone + Unpin + Send + Sync,
     E: StdError + Send + 'static,
+    Fut: Future<Output = Result<(), E>> + Send + 'static,
 {
     let reconcile = move |obj: Arc<K>, limiter: Arc<RateLimiter<ObjectRef<K>>>| {
         let key = ObjectRef::from(obj.as_ref());
         let synced = sync(obj);
+        // applier wants an Unpin future; boxing here spares every caller.
         Box::pin(async move {
             synced.await?;
             limiter.forget(&key); // Go: c.workqueue.Forget(objRef)
@@ -239,6 +239,26 @@ pub async fn run<K, E>(
     .await;
 }
 // ANCHOR_END: run
+
+// ANCHOR: run_until
+/// The workers of steps 4–7: [`run`] over the informers' queue with
+/// sample-controller's rate limiter, until `shutdown` (then in-flight syncs
+/// finish). Go: `controller.Run(ctx, workers)` after `NewController` built the
+/// queue with its limiter.
+pub async fn run_until<E, Fut>(
+    foos: Store<Foo>,
+    queue: impl Stream<Item = ObjectRef<Foo>> + Send + 'static,
+    shutdown: Shutdown,
+    workers: u16,
+    sync: impl FnMut(Arc<Foo>) -> Fut,
+) where
+    E: StdError + Send + 'static,
+    Fut: Future<Output = Result<(), E>> + Send + 'static,
+{
+    let limiter = Arc::new(RateLimiter::sample_controller());
+    run(foos, queue.take_until(shutdown), workers, limiter, sync).await;
+}
+// ANCHOR_END: run_until
 
 /// Locks a mutex, recovering the data if a panicking thread poisoned it
 /// (the maps here stay consistent whatever line a panic interrupts).

@@ -36,9 +36,10 @@ async fn main() -> anyhow::Result<()> {
 
     // ANCHOR: clients
     // Go: clientcmd.BuildConfigFromFlags, then the two NewForConfig calls.
-    let (client, url) = client_from_flags(&args.client).await?;
-    let foos: Api<Foo> = args.namespace.api(&client);
-    let deployments: Api<Deployment> = args.namespace.api(&client);
+    let connection = client_from_flags(&args.client).await?;
+    let (client, url) = (&connection.client, &connection.url);
+    let foos: Api<Foo> = args.namespace.api(client);
+    let deployments: Api<Deployment> = args.namespace.api(client);
     // ANCHOR_END: clients
 
     // ANCHOR: list
@@ -47,11 +48,11 @@ async fn main() -> anyhow::Result<()> {
     let foo_list = foos
         .list(&ListParams::default())
         .await
-        .map_err(|e| anyhow!(explain(&e, &format!("list foos in {scope}"), &url)))?;
+        .map_err(|e| anyhow!(explain(&e, &format!("list foos in {scope}"), url)))?;
     let deployment_list = deployments
         .list(&ListParams::default())
         .await
-        .map_err(|e| anyhow!(explain(&e, &format!("list deployments in {scope}"), &url)))?;
+        .map_err(|e| anyhow!(explain(&e, &format!("list deployments in {scope}"), url)))?;
     // ANCHOR_END: list
 
     println!("Foos in {scope} (API server {url}):");

@@ -25,8 +25,8 @@ use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Resource, ResourceExt};
 use sample_controller::config::{ClientFlags, NamespaceFlag, client_from_flags};
-use sample_controller::diagnose::{READ, explain_watch, preflight};
-use sample_controller::{Foo, show, signals, telemetry};
+use sample_controller::diagnose::{explain_watch, preflight};
+use sample_controller::{Foo, rbac, show, signals, telemetry};
 
 /// Fill a Foo cache and a Deployment cache, wait for both, and show them.
 #[derive(Parser, Debug)]
@@ -43,8 +43,9 @@ async fn main() -> anyhow::Result<()> {
     telemetry::init();
     let args = Args::parse();
     let shutdown = signals::setup_signal_handler()?;
-    let (client, url) = client_from_flags(&args.client).await?;
-    preflight(&client, &url, &args.namespace, READ).await?;
+    let connection = client_from_flags(&args.client).await?;
+    preflight(&connection, &args.namespace, rbac::STEP_2_TO_4).await?;
+    let client = connection.client;
 
     // ANCHOR: informers
     // Go: exampleInformerFactory.Samplecontroller().V1alpha1().Foos() and its Lister().
@@ -66,8 +67,8 @@ async fn main() -> anyhow::Result<()> {
     .reflect(deployment_writer);
 
     // Go: factory.Start(ctx.Done()) runs each informer in a goroutine.
-    start(foo_informer, "foos", url.clone());
-    start(deployment_informer, "deployments", url.clone());
+    start(foo_informer, "foos");
+    start(deployment_informer, "deployments");
     // ANCHOR_END: informers
 
     // ANCHOR: wait_for_sync
@@ -118,11 +119,10 @@ async fn main() -> anyhow::Result<()> {
 fn start<T>(
     informer: impl Stream<Item = Result<T, watcher::Error>> + Send + 'static,
     resource: &'static str,
-    url: String,
 ) {
     tokio::spawn(informer.for_each(move |event| {
         if let Err(err) = event {
-            tracing::warn!("{}", explain_watch(&err, resource, &url));
+            tracing::warn!("{}", explain_watch(&err, resource));
         }
         future::ready(())
     }));

@@ -19,15 +19,13 @@ use std::time::Duration;
 use clap::Parser;
 use futures::{StreamExt, stream};
 use k8s_openapi::api::apps::v1::Deployment;
-use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use kube::{Resource, ResourceExt};
 use sample_controller::config::{ClientFlags, NamespaceFlag, client_from_flags};
-use sample_controller::deployment::controller_of;
-use sample_controller::diagnose::{READ, explain_watch, preflight};
-use sample_controller::handlers::{on_deployment, on_foo};
+use sample_controller::diagnose::{explain_watch, preflight};
+use sample_controller::handlers::{Decision, on_deployment, on_foo};
 use sample_controller::informer::{Notification, informer, key_string, resync};
-use sample_controller::{Foo, signals, telemetry};
+use sample_controller::{Foo, rbac, signals, telemetry};
 
 /// Print what the Foo and Deployment handlers see and what they would enqueue.
 #[derive(Parser, Debug)]
@@ -55,8 +53,9 @@ async fn main() -> anyhow::Result<()> {
     telemetry::init();
     let args = Args::parse();
     let shutdown = signals::setup_signal_handler()?;
-    let (client, url) = client_from_flags(&args.client).await?;
-    preflight(&client, &url, &args.namespace, READ).await?;
+    let connection = client_from_flags(&args.client).await?;
+    preflight(&connection, &args.namespace, rbac::STEP_2_TO_4).await?;
+    let client = connection.client;
 
     // ANCHOR: informers
     let (foos, foo_events) = informer(
@@ -96,39 +95,13 @@ async fn main() -> anyhow::Result<()> {
         };
         match event {
             Some(Ok(Event::Foo(n))) => {
-                let key = on_foo(&n);
-                println!(
-                    "{} -> {}",
-                    describe("Foo", &n),
-                    outcome(
-                        key.as_ref(),
-                        "Foo deletes are left to the garbage collector"
-                    )
-                );
+                println!("{} -> {}", describe("Foo", &n), outcome(on_foo(&n)));
             }
             Some(Ok(Event::Deployment(n))) => {
-                let key = on_deployment(&n, &foos);
-                let why = match (&n, controller_of(n.object().as_ref())) {
-                    (Notification::Updated { old, new }, _)
-                        if old.resource_version() == new.resource_version() =>
-                    {
-                        "same resourceVersion: a resync replay, not a change".to_string()
-                    }
-                    (_, None) => "no controller owner reference".to_string(),
-                    (_, Some(owner)) if owner.kind != "Foo" => {
-                        format!("controlled by a {}, not a Foo", owner.kind)
-                    }
-                    (_, Some(owner)) => {
-                        format!("orphan: its Foo {:?} is not in the cache", owner.name)
-                    }
-                };
-                println!(
-                    "{} -> {}",
-                    describe("Deployment", &n),
-                    outcome(key.as_ref(), &why)
-                );
+                let decision = on_deployment(&n, &foos);
+                println!("{} -> {}", describe("Deployment", &n), outcome(decision));
             }
-            Some(Err((resource, err))) => tracing::warn!("{}", explain_watch(&err, resource, &url)),
+            Some(Err((resource, err))) => tracing::warn!("{}", explain_watch(&err, resource)),
             None => break,
         }
     }
@@ -158,9 +131,9 @@ fn describe<K: Resource>(kind: &str, n: &Notification<K>) -> String {
 }
 
 /// `enqueue default/a` or `ignored (why)`
-fn outcome(key: Option<&ObjectRef<Foo>>, why: &str) -> String {
-    match key {
-        Some(key) => format!("enqueue {}", key_string(key)),
-        None => format!("ignored ({why})"),
+fn outcome(decision: Decision) -> String {
+    match decision {
+        Ok(key) => format!("enqueue {}", key_string(&key)),
+        Err(why) => format!("ignored ({why})"),
     }
 }

@@ -5,7 +5,7 @@
 //! syncs it, and on error re-adds it with `AddRateLimited` (per-key backoff
 //! 5 ms · 2^n up to 1000 s, overall 50 retries/s, burst 300) or on success
 //! calls `Forget`.
-//! <https://github.com/kubernetes/sample-controller/blob/v0.36.3/controller.go#L104-L120>
+//! <https://github.com/kubernetes/sample-controller/blob/v0.36.3/controller.go#L110-L122>
 //! <https://github.com/kubernetes/sample-controller/blob/v0.36.3/controller.go#L158-L236>
 //!
 //! Here processing only logs. `--fail-first N` makes the first N attempts of
@@ -19,14 +19,13 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use futures::StreamExt;
 use kube::runtime::reflector::ObjectRef;
 use sample_controller::config::{ClientFlags, NamespaceFlag, client_from_flags};
-use sample_controller::diagnose::{READ, preflight};
+use sample_controller::diagnose::preflight;
 use sample_controller::handlers::start_informers;
 use sample_controller::informer::key_string;
-use sample_controller::workqueue::{self, RateLimiter, SyncFuture};
-use sample_controller::{Foo, signals, telemetry};
+use sample_controller::workqueue;
+use sample_controller::{Foo, rbac, signals, telemetry};
 
 /// Feed handler keys through a rate-limited queue to two workers that only log.
 #[derive(Parser, Debug)]
@@ -60,25 +59,29 @@ async fn main() -> anyhow::Result<()> {
     telemetry::init();
     let args = Args::parse();
     let shutdown = signals::setup_signal_handler()?;
-    let (client, url) = client_from_flags(&args.client).await?;
-    preflight(&client, &url, &args.namespace, READ).await?;
+    let connection = client_from_flags(&args.client).await?;
+    preflight(&connection, &args.namespace, rbac::STEP_2_TO_4).await?;
+    let client = &connection.client;
 
     // ANCHOR: run
     // Go: NewController + factory.Start: informers whose handlers add keys.
-    let informers = start_informers(&client, &args.namespace, &url);
+    let informers = start_informers(args.namespace.api(client), args.namespace.api(client), None);
 
     // Go: Run: wait for both caches before starting workers.
     println!("Waiting for informer caches to sync");
     informers.wait_for_cache_sync().await?;
     println!("Starting {} workers", args.workers);
 
-    // Go: the queue's rate limiter, and processNextWorkItem calling our sync.
-    let limiter = Arc::new(RateLimiter::sample_controller());
+    // Go: the queue with its rate limiter, shut down on ctx.Done(), and
+    // processNextWorkItem calling our sync (src/workqueue.rs).
     let attempts: Attempts = Arc::default();
-    let queue = informers.queue.take_until(shutdown); // Go: ShutDown on ctx.Done()
-    workqueue::run(informers.foos, queue, args.workers, limiter, |foo| {
-        process(foo, attempts.clone(), args.fail_first, args.sync_millis)
-    })
+    workqueue::run_until(
+        informers.foos,
+        informers.queue,
+        shutdown,
+        args.workers,
+        |foo| process(foo, attempts.clone(), args.fail_first, args.sync_millis),
+    )
     .await;
     println!("Shutting down workers");
     // ANCHOR_END: run
@@ -96,7 +99,7 @@ fn process(
     attempts: Attempts,
     fail_first: u32,
     sync_millis: u64,
-) -> SyncFuture<Simulated> {
+) -> impl Future<Output = Result<(), Simulated>> + Send + 'static {
     let key = ObjectRef::from(foo.as_ref());
     let now = Instant::now();
     let (attempt, since_last) = {
@@ -118,7 +121,7 @@ fn process(
             attempt - 1
         );
     }
-    Box::pin(async move {
+    async move {
         tokio::time::sleep(Duration::from_millis(sync_millis)).await;
         if attempt <= fail_first {
             println!("sync {name} failed attempt {attempt}");
@@ -129,6 +132,6 @@ fn process(
         }
         println!("sync {name} done attempt {attempt}");
         Ok(())
-    })
+    }
 }
 // ANCHOR_END: process

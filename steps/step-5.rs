@@ -13,17 +13,17 @@
 use std::sync::Arc;
 
 use clap::Parser;
-use futures::StreamExt;
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::api::PostParams;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Api, Client, ResourceExt};
 use sample_controller::config::{ClientFlags, NamespaceFlag, client_from_flags};
 use sample_controller::deployment::{is_controlled_by, new_deployment};
-use sample_controller::diagnose::{self, Permission, permission, preflight};
+use sample_controller::controller::{Error, FIELD_MANAGER};
+use sample_controller::diagnose::preflight;
 use sample_controller::handlers::start_informers;
-use sample_controller::workqueue::{self, RateLimiter, SyncFuture};
-use sample_controller::{Foo, signals, telemetry};
+use sample_controller::workqueue;
+use sample_controller::{Foo, rbac, signals, telemetry};
 
 /// Run the controller's sync loop: create and scale each Foo's Deployment.
 #[derive(Parser, Debug)]
@@ -38,28 +38,6 @@ struct Args {
     workers: u16,
 }
 
-/// What this step needs RBAC to allow, besides reading Foos and Deployments.
-const WRITES: &[Permission] = &[
-    permission("create", "apps", "deployments"),
-    permission("update", "apps", "deployments"),
-];
-
-// ANCHOR: errors
-/// Go: the `FieldManager` constant, recorded in each object's managedFields.
-const FIELD_MANAGER: &str = "sample-controller";
-
-/// Why a sync failed; every variant is retried with backoff.
-#[derive(Debug, thiserror::Error)]
-enum Error {
-    /// Go: `MessageResourceExists`.
-    #[error("Resource {0:?} already exists and is not managed by Foo")]
-    ResourceExists(String),
-    /// A failed API call (create or update).
-    #[error(transparent)]
-    Kube(#[from] kube::Error),
-}
-// ANCHOR_END: errors
-
 /// What every sync needs. Go: the `Controller` struct's clients and listers.
 struct Context {
     client: Client,
@@ -71,16 +49,11 @@ async fn main() -> anyhow::Result<()> {
     telemetry::init();
     let args = Args::parse();
     let shutdown = signals::setup_signal_handler()?;
-    let (client, url) = client_from_flags(&args.client).await?;
-    preflight(
-        &client,
-        &url,
-        &args.namespace,
-        &[diagnose::READ, WRITES].concat(),
-    )
-    .await?;
+    let connection = client_from_flags(&args.client).await?;
+    preflight(&connection, &args.namespace, rbac::STEP_5).await?;
+    let client = connection.client;
 
-    let informers = start_informers(&client, &args.namespace, &url);
+    let informers = start_informers(args.namespace.api(&client), args.namespace.api(&client), None);
     println!("Waiting for informer caches to sync");
     informers.wait_for_cache_sync().await?;
     println!("Starting {} workers", args.workers);
@@ -89,15 +62,10 @@ async fn main() -> anyhow::Result<()> {
         client,
         deployments: informers.deployments,
     });
-    let queue = informers.queue.take_until(shutdown);
-    let limiter = Arc::new(RateLimiter::sample_controller());
-    workqueue::run(
-        informers.foos,
-        queue,
-        args.workers,
-        limiter,
-        |foo| -> SyncFuture<Error> { Box::pin(sync_handler(foo, ctx.clone())) },
-    )
+    // The workers of step 4, now calling the real sync.
+    workqueue::run_until(informers.foos, informers.queue, shutdown, args.workers, |foo| {
+        sync_handler(foo, ctx.clone())
+    })
     .await;
     println!("Shutting down workers");
     Ok(())

@@ -1,31 +1,29 @@
-//! Step 7 — the full controller.
+//! Step 7 — Go's whole program.
 //!
-//! Go: main.go (flags, signal handler, clients, informer factories,
-//! `controller.Run(ctx, 2)`) with controller.go, here `src/controller.rs`.
+//! Go: main.go (flags, signal handler, clients, informer factories with a
+//! 30 s resync, `controller.Run(ctx, 2)`) with controller.go, here
+//! `src/controller.rs`.
 //! <https://github.com/kubernetes/sample-controller/blob/v0.36.3/main.go#L40-L82>
 //!
 //! Step 6 plus Events (`Synced`, `ErrResourceExists`), a tracing span per
-//! sync, and graceful shutdown: the first SIGINT/SIGTERM stops taking new
-//! keys and lets running syncs finish; a second one exits at once.
-//!
-//! Not in Go, for running in a cluster (the book's "Running in a cluster"):
-//! `/healthz`, `/readyz` and `/metrics` with `--http-address`, and leader
-//! election with `--leader-elect`. Missing RBAC permissions are warned about,
-//! not fatal: each forbidden request is logged and retried until granted.
+//! sync, Go's resync, and graceful shutdown: the first SIGINT/SIGTERM stops
+//! taking new keys and lets running syncs finish; a second one exits at once.
+//! Every request is the one Go sends. Step 8 is the same controller written
+//! the kube-rs way, with what a cluster deployment needs.
 //!
 //!     cargo run --bin step-7 -- [--kubeconfig PATH] [--master URL] [--namespace NS]
-//!         [--http-address 127.0.0.1:8080] [--leader-elect]
 
-use std::sync::Arc;
+use std::time::Duration;
 
 use clap::Parser;
 use sample_controller::config::{ClientFlags, NamespaceFlag, client_from_flags};
-use sample_controller::controller::{Controller, PERMISSIONS};
-use sample_controller::diagnose::{check_reachable, missing_permissions};
+use sample_controller::controller::Controller;
+use sample_controller::diagnose::preflight;
 use sample_controller::handlers::start_informers;
-use sample_controller::leader::{LeaderFlags, run_when_leader};
-use sample_controller::server::{Probes, ServeFlags, serve};
-use sample_controller::{signals, telemetry};
+use sample_controller::{rbac, signals, telemetry};
+
+/// Go: `kubeinformers.NewSharedInformerFactory(kubeClient, time.Second*30)`.
+const RESYNC_PERIOD: Duration = Duration::from_secs(30);
 
 /// The sample controller: one nginx Deployment per Foo, with status and Events.
 #[derive(Parser, Debug)]
@@ -38,10 +36,6 @@ struct Args {
     /// Number of workers. Go: `controller.Run(ctx, 2)`.
     #[arg(long, default_value_t = 2)]
     workers: u16,
-    #[command(flatten)]
-    serve: ServeFlags,
-    #[command(flatten)]
-    leader: LeaderFlags,
 }
 
 // ANCHOR: main
@@ -54,33 +48,24 @@ async fn main() -> anyhow::Result<()> {
     let shutdown = signals::setup_signal_handler()?;
 
     // Go: clientcmd.BuildConfigFromFlags, kubernetes.NewForConfig, clientset.NewForConfig
-    let (client, url) = client_from_flags(&args.client).await?;
-    // No cluster or no CRD: exit with the fix. Missing RBAC: warn and go on.
-    check_reachable(&client, &url, &args.namespace).await?;
-    for denied in missing_permissions(&client, &args.namespace, PERMISSIONS).await {
-        tracing::warn!(permission = %denied, "RBAC denies this; requests that need it fail and are retried until it is granted");
-    }
+    let connection = client_from_flags(&args.client).await?;
+    // Not in Go: no cluster, no CRD or missing RBAC exits with the fix.
+    preflight(&connection, &args.namespace, rbac::STEP_7).await?;
+    let client = connection.client;
 
-    // Not in Go: /healthz, /readyz and /metrics.
-    let probes = Arc::new(Probes::default());
-    if let Some(addr) = args.serve.http_address {
-        tokio::spawn(serve(addr, probes.clone(), shutdown.clone()).await?);
-    }
+    // Go: the two informer factories (30 s resync), NewController, factory.Start
+    let informers = start_informers(
+        args.namespace.api(&client),
+        args.namespace.api(&client),
+        Some(RESYNC_PERIOD),
+    );
+    let controller = Controller::new(
+        client.clone(),
+        informers.foos.clone(),
+        informers.deployments.clone(),
+    );
 
-    // Not in Go: with --leader-elect, only the replica holding the Lease goes on.
-    run_when_leader(&client, &args.leader, shutdown.clone(), &probes, || async {
-        // Go: the two informer factories, NewController, factory.Start
-        let informers = start_informers(&client, &args.namespace, &url);
-        let controller = Controller::new(
-            client.clone(),
-            informers.foos.clone(),
-            informers.deployments.clone(),
-        )
-        .with_probes(probes.clone());
-
-        // Go: controller.Run(ctx, 2)
-        controller.run(informers, shutdown, args.workers).await
-    })
-    .await
+    // Go: controller.Run(ctx, 2)
+    controller.run(informers, shutdown, args.workers).await
 }
 // ANCHOR_END: main

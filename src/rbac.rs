@@ -1,0 +1,185 @@
+//! What each step needs RBAC to allow, in one place.
+//!
+//! Steps 1–7 check these before they start and exit with the list of what is
+//! missing (`diagnose::preflight`); step 8 warns and goes on. The tables for
+//! step 7 and step 8 are the rules of `manifests/rbac.yaml`, and a test below
+//! keeps the two in step. (Go's sample-controller ships no RBAC: it runs with
+//! whatever the kubeconfig's user may do.)
+
+use crate::diagnose::{Permission, permission};
+
+// ANCHOR: tables
+/// Step 1 lists; steps 2–4 list and watch (the informers).
+pub const STEP_2_TO_4: &[Permission] = &[
+    permission("list", "samplecontroller.k8s.io", "foos"),
+    permission("watch", "samplecontroller.k8s.io", "foos"),
+    permission("list", "apps", "deployments"),
+    permission("watch", "apps", "deployments"),
+];
+
+/// Step 1: list Foos and Deployments.
+pub const STEP_1: &[Permission] = &[
+    permission("list", "samplecontroller.k8s.io", "foos"),
+    permission("list", "apps", "deployments"),
+];
+
+/// Step 5: read, then create a Deployment and replace it (Go's `Create` and `Update`).
+pub const STEP_5: &[Permission] = &[
+    STEP_2_TO_4[0],
+    STEP_2_TO_4[1],
+    STEP_2_TO_4[2],
+    STEP_2_TO_4[3],
+    permission("create", "apps", "deployments"),
+    permission("update", "apps", "deployments"),
+];
+
+/// Step 6: step 5, and a PUT to the Foo's status (Go's `UpdateStatus`).
+pub const STEP_6: &[Permission] = &[
+    STEP_5[0],
+    STEP_5[1],
+    STEP_5[2],
+    STEP_5[3],
+    STEP_5[4],
+    STEP_5[5],
+    FOO_STATUS_UPDATE,
+];
+
+/// Step 7, Go's whole program: step 6, and Events (kube's `Recorder` creates
+/// an Event and patches a repeat into its series). ClusterRole
+/// `sample-controller-step-7` in `manifests/rbac.yaml`.
+pub const STEP_7: &[Permission] = &[
+    STEP_6[0],
+    STEP_6[1],
+    STEP_6[2],
+    STEP_6[3],
+    STEP_6[4],
+    STEP_6[5],
+    STEP_6[6],
+    permission("create", "events.k8s.io", "events"),
+    permission("patch", "events.k8s.io", "events"),
+];
+
+/// Step 8, cluster-wide: server-side apply (`patch`) instead of `update` for
+/// the Deployment and the Foo's status. ClusterRole `sample-controller` in
+/// `manifests/rbac.yaml`.
+pub const STEP_8: &[Permission] = &[
+    STEP_2_TO_4[0],
+    STEP_2_TO_4[1],
+    STEP_2_TO_4[2],
+    STEP_2_TO_4[3],
+    permission("create", "apps", "deployments"),
+    permission("patch", "apps", "deployments"),
+    Permission {
+        subresource: Some("status"),
+        ..permission("patch", "samplecontroller.k8s.io", "foos")
+    },
+    STEP_7[7],
+    STEP_7[8],
+];
+
+/// Step 8 with `--leader-elect`, in the Lease's namespace only: read the
+/// Lease, create it if missing, take, renew and release it. Role
+/// `sample-controller-leader-election` in `manifests/rbac.yaml`.
+pub const LEADER_ELECTION: &[Permission] = &[
+    permission("get", "coordination.k8s.io", "leases"),
+    permission("create", "coordination.k8s.io", "leases"),
+    permission("patch", "coordination.k8s.io", "leases"),
+];
+
+const FOO_STATUS_UPDATE: Permission = Permission {
+    subresource: Some("status"),
+    ..permission("update", "samplecontroller.k8s.io", "foos")
+};
+// ANCHOR_END: tables
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeSet;
+
+    /// `verb group resource[/subresource]` for every verb of the rules of
+    /// the object `kind`/`name` in manifests/rbac.yaml.
+    fn manifest(kind: &str, name: &str) -> BTreeSet<String> {
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/manifests/rbac.yaml"
+        ))
+        .unwrap();
+        let mut found = None;
+        for doc in serde_yaml::Deserializer::from_str(&text) {
+            let value: serde_yaml::Value = serde::Deserialize::deserialize(doc).unwrap();
+            if value["kind"].as_str() == Some(kind) && value["metadata"]["name"].as_str() == Some(name)
+            {
+                found = Some(value);
+            }
+        }
+        let object = found.unwrap_or_else(|| panic!("no {kind} {name} in manifests/rbac.yaml"));
+        let mut rules = BTreeSet::new();
+        for rule in object["rules"].as_sequence().unwrap() {
+            for group in rule["apiGroups"].as_sequence().unwrap() {
+                for resource in rule["resources"].as_sequence().unwrap() {
+                    for verb in rule["verbs"].as_sequence().unwrap() {
+                        rules.insert(format!(
+                            "{} {} {}",
+                            verb.as_str().unwrap(),
+                            group.as_str().unwrap(),
+                            resource.as_str().unwrap()
+                        ));
+                    }
+                }
+            }
+        }
+        rules
+    }
+
+    fn table(permissions: &[Permission]) -> BTreeSet<String> {
+        permissions
+            .iter()
+            .map(|p| {
+                let resource = match p.subresource {
+                    Some(sub) => format!("{}/{sub}", p.resource),
+                    None => p.resource.to_string(),
+                };
+                format!("{} {} {resource}", p.verb, p.group)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn step_8s_table_is_the_sample_controller_cluster_role() {
+        assert_eq!(table(STEP_8), manifest("ClusterRole", "sample-controller"));
+    }
+
+    #[test]
+    fn step_7s_table_is_the_step_7_cluster_role() {
+        assert_eq!(
+            table(STEP_7),
+            manifest("ClusterRole", "sample-controller-step-7")
+        );
+    }
+
+    #[test]
+    fn the_leader_election_table_is_the_lease_role() {
+        assert_eq!(
+            table(LEADER_ELECTION),
+            manifest("Role", "sample-controller-leader-election")
+        );
+    }
+
+    #[test]
+    fn each_step_needs_what_the_one_before_did_except_where_apply_replaces_update() {
+        let step = |t: &[Permission]| table(t);
+        assert!(step(STEP_1).is_subset(&step(STEP_2_TO_4)));
+        assert!(step(STEP_2_TO_4).is_subset(&step(STEP_5)));
+        assert!(step(STEP_5).is_subset(&step(STEP_6)));
+        assert!(step(STEP_6).is_subset(&step(STEP_7)));
+        let only_7: Vec<_> = step(STEP_7).difference(&step(STEP_8)).cloned().collect();
+        assert_eq!(
+            only_7,
+            [
+                "update apps deployments",
+                "update samplecontroller.k8s.io foos/status"
+            ]
+        );
+    }
+}

@@ -1,0 +1,603 @@
+//! Step 8: the sample controller written the way kube-rs is meant to be used.
+//!
+//! The same job as step 7 (`src/controller.rs`, Go's controller.go line by
+//! line): one nginx Deployment per Foo, its replicas, the Foo's status, the
+//! same Events. What changes is how: kube-runtime's `Controller` replaces the
+//! informers, handlers and work queue; `reconcile` and `error_policy` replace
+//! `syncHandler` and `processNextWorkItem`; and each idiom below that saves
+//! work is marked "Idiom:" with what it changes against Go.
+//!
+//! Kept from Go on purpose: the per-key exponential backoff of retries
+//! (`src/workqueue.rs`), which kube-runtime does not have
+//! (<https://github.com/kube-rs/kube/issues/1916>).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+use futures::{Stream, StreamExt, future};
+use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
+use kube::api::{Patch, PatchParams, PostParams};
+use kube::runtime::controller::{self, Action, Controller};
+use kube::runtime::events::{EventType, Recorder};
+use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Api, Client, Resource, ResourceExt};
+
+use crate::controller::{
+    ERR_RESOURCE_EXISTS, Error, FIELD_MANAGER, MESSAGE_RESOURCE_SYNCED, SUCCESS_SYNCED,
+    message_resource_exists, publish, recorder,
+};
+use crate::deployment::{is_controlled_by, new_deployment};
+use crate::diagnose::explain_watch;
+use crate::informer::key_string;
+use crate::probes::Probes;
+use crate::signals::Shutdown;
+use crate::workqueue::RateLimiter;
+use crate::{Foo, FooStatus};
+
+// ANCHOR: context
+/// What every reconcile shares. Go: the fields of the `Controller` struct.
+pub struct Context {
+    /// Writes go through this client.
+    pub client: Client,
+    /// The Deployment cache (Go: `deploymentsLister`). The Foo cache is the
+    /// `Controller`'s own: `reconcile` is handed the Foo.
+    pub deployments: Store<Deployment>,
+    /// Records `Synced` and `ErrResourceExists` Events.
+    pub recorder: Recorder,
+    /// Go's retry rate limiter: per-key backoff, reset by a success.
+    pub backoff: RateLimiter<ObjectRef<Foo>>,
+    /// Readiness and metrics, served by `src/server.rs`.
+    pub probes: Arc<Probes>,
+}
+
+impl Context {
+    /// A context writing through `client` and reading `deployments`.
+    pub fn new(client: Client, deployments: Store<Deployment>, probes: Arc<Probes>) -> Self {
+        Self {
+            recorder: recorder(client.clone()),
+            client,
+            deployments,
+            backoff: RateLimiter::sample_controller(),
+            probes,
+        }
+    }
+}
+// ANCHOR_END: context
+
+// ANCHOR: run
+/// Watches Foos and the Deployments they own and reconciles each Foo that
+/// changed with `workers` reconciles at most at a time, until `shutdown`
+/// (then the reconciles in flight finish). Go: `NewController`, the
+/// informer factories, `Run`.
+pub async fn run(
+    client: Client,
+    foos: Api<Foo>,
+    deployments: Api<Deployment>,
+    shutdown: Shutdown,
+    workers: u16,
+    probes: Arc<Probes>,
+) -> anyhow::Result<()> {
+    // Idiom: a WATCH that streams the initial state (`sendInitialEvents`)
+    // instead of LIST then WATCH: what client-go's informers do against a
+    // 1.36 API server (WatchListClient), and the API server does not have to
+    // build one large list response.
+    let config = || watcher::Config::default().streaming_lists();
+
+    // The Foo cache, and a trigger per Foo change. Idiom: `modify` drops
+    // managedFields before an object is cached (nothing here reads them; they
+    // are often the larger part of a small object). Go keeps them.
+    let (foo_cache, foo_writer) = reflector::store();
+    let foo_triggers = watcher(foos, config())
+        .default_backoff()
+        .modify(drop_managed_fields)
+        .reflect(foo_writer)
+        .applied_objects();
+
+    // The Deployment cache, and a trigger per relevant Deployment change.
+    let (deployment_cache, deployment_writer) = reflector::store();
+    let deployment_triggers = relevant_changes(
+        watcher(deployments, config())
+            .default_backoff()
+            .modify(drop_managed_fields)
+            .reflect(deployment_writer),
+    );
+
+    let ctx = Arc::new(Context::new(client, deployment_cache.clone(), probes));
+    tokio::spawn(report_ready(
+        foo_cache.clone(),
+        deployment_cache,
+        ctx.probes.clone(),
+        workers,
+    ));
+
+    tracing::info!("Waiting for informer caches to sync");
+    // Idiom: `owns` instead of Go's `handleObject`: a Deployment change
+    // triggers every Foo in its ownerReferences (Go: only the one marked
+    // controller), and a Foo no longer in the cache is simply not reconciled.
+    Controller::for_stream(foo_triggers, foo_cache)
+        .owns_stream(deployment_triggers)
+        .with_config(controller::Config::default().concurrency(workers))
+        .graceful_shutdown_on(shutdown)
+        .run(reconcile, error_policy, ctx)
+        .for_each(|result| {
+            log_result(result);
+            future::ready(())
+        })
+        .await;
+    tracing::info!("Shutting down workers");
+    Ok(())
+}
+// ANCHOR_END: run
+
+// ANCHOR: reconcile
+/// Makes the Foo's Deployment and status what the Foo asks for. Go:
+/// `syncHandler`; kube-runtime wraps each call in a `reconciling object` span.
+///
+/// Success forgets the key's failures (Go: `Forget`) and waits for the next
+/// change: no periodic requeue, because every input is watched (Go's 30 s
+/// resync has no job here).
+pub async fn reconcile(foo: Arc<Foo>, ctx: Arc<Context>) -> Result<Action, Error> {
+    let started = Instant::now();
+    let result = sync(&foo, &ctx).await;
+    ctx.probes
+        .metrics
+        .reconciled(started.elapsed(), result.as_ref().err().map(Error::kind));
+    result?;
+    ctx.backoff.forget(&ObjectRef::from(foo.as_ref()));
+    Ok(Action::await_change())
+}
+
+/// Retries a failed reconcile after Go's delay for this key (5 ms · 2^n up
+/// to 1000 s, at most 50 retries a second overall). Go: `AddRateLimited`.
+pub fn error_policy(foo: Arc<Foo>, err: &Error, ctx: Arc<Context>) -> Action {
+    let key = ObjectRef::from(foo.as_ref());
+    let delay = ctx.backoff.when(&key);
+    tracing::error!(
+        objectRef = %key_string(&key),
+        error = %err,
+        retry_in = ?delay,
+        "Error syncing; requeuing for later retry"
+    );
+    Action::requeue(delay)
+}
+// ANCHOR_END: reconcile
+
+// ANCHOR: sync
+/// Step 7's sync, with each write made only when it changes something.
+async fn sync(foo: &Foo, ctx: &Context) -> Result<(), Error> {
+    let namespace = foo.namespace().unwrap_or_default();
+    let name = &foo.spec.deployment_name;
+    if name.is_empty() {
+        // Retrying cannot help; the next change of the Foo triggers it again.
+        tracing::error!("Deployment name missing from object reference");
+        return Ok(());
+    }
+    // kube's Controller waits for the Foo cache only; Go waits for both.
+    ctx.deployments
+        .wait_until_ready()
+        .await
+        .map_err(|_| Error::CacheStopped)?;
+
+    let api: Api<Deployment> = Api::namespaced(ctx.client.clone(), &namespace);
+    let desired = new_deployment(foo);
+    let mut changed = false;
+    let deployment = match ctx.deployments.get(&ObjectRef::new(name).within(&namespace)) {
+        Some(cached) => cached,
+        None => {
+            // A create, not an apply: an apply would merge into a Deployment
+            // of that name that our cache has not seen yet, even one we do
+            // not own. A create fails on it with 409 AlreadyExists instead.
+            tracing::info!(deployment = %name, "Creating deployment");
+            let params = PostParams {
+                field_manager: Some(FIELD_MANAGER.into()),
+                ..PostParams::default()
+            };
+            changed = true;
+            Arc::new(api.create(&params, &desired).await?)
+        }
+    };
+
+    if !is_controlled_by(&deployment, foo) {
+        let message = message_resource_exists(&deployment.name_any());
+        publish(
+            &ctx.recorder,
+            foo,
+            EventType::Warning,
+            ERR_RESOURCE_EXISTS,
+            &message,
+        )
+        .await;
+        return Err(Error::ResourceExists(deployment.name_any()));
+    }
+
+    let deployment = if drifted(&deployment, &desired) {
+        // Idiom: server-side apply instead of Go's full replace. It sets the
+        // fields this controller owns (replicas, selector, template, owner
+        // reference) and leaves everyone else's alone: a label or annotation
+        // someone added survives, where Go's Update drops it. `force` takes
+        // back a field someone changed (the image, say). The UID makes the
+        // apply fail rather than touch a Deployment that replaced ours since
+        // the cache saw it.
+        tracing::info!(deployment = %name, "Applying deployment");
+        let mut patch = desired;
+        patch.metadata.uid = deployment.uid();
+        let params = PatchParams::apply(FIELD_MANAGER).force();
+        changed = true;
+        Arc::new(api.patch(name, &params, &Patch::Apply(&patch)).await?)
+    } else {
+        deployment
+    };
+
+    changed |= update_foo_status(ctx, foo, &deployment).await?;
+    // Idiom: an Event when this sync changed something, not on every sync
+    // (Go records Synced every time: with its resync, every 30 s per Foo).
+    if changed {
+        publish(
+            &ctx.recorder,
+            foo,
+            EventType::Normal,
+            SUCCESS_SYNCED,
+            MESSAGE_RESOURCE_SYNCED,
+        )
+        .await;
+    }
+    Ok(())
+}
+// ANCHOR_END: sync
+
+// ANCHOR: drifted
+/// Whether `current` differs from `desired` in a field this controller sets:
+/// the replicas (when the Foo sets them), the containers' names and images,
+/// or the pod labels. Go compares the replicas only, and fixes the rest when
+/// the replicas next differ.
+fn drifted(current: &Deployment, desired: &Deployment) -> bool {
+    let (Some(current), Some(desired)) = (&current.spec, &desired.spec) else {
+        return true;
+    };
+    let images = |spec: &DeploymentSpec| {
+        spec.template.spec.as_ref().map(|pod| {
+            pod.containers
+                .iter()
+                .map(|c| (c.name.clone(), c.image.clone()))
+                .collect::<Vec<_>>()
+        })
+    };
+    let labels = |spec: &DeploymentSpec| {
+        spec.template
+            .metadata
+            .as_ref()
+            .and_then(|m| m.labels.clone())
+            .unwrap_or_default()
+    };
+    let have = labels(current);
+    (desired.replicas.is_some() && desired.replicas != current.replicas)
+        || images(current) != images(desired)
+        || labels(desired).iter().any(|(k, v)| have.get(k) != Some(v))
+}
+// ANCHOR_END: drifted
+
+// ANCHOR: update_foo_status
+/// Writes the Deployment's available replicas into the Foo's status if they
+/// differ from what it says; returns whether it wrote. Go: `updateFooStatus`.
+///
+/// Idiom: no write when nothing changed (Go writes on every sync), and a
+/// server-side apply of the status alone: no resourceVersion, so a stale
+/// cache cannot make it fail with 409 Conflict the way Go's PUT of the whole
+/// object can.
+async fn update_foo_status(ctx: &Context, foo: &Foo, deployment: &Deployment) -> Result<bool, Error> {
+    let available = deployment
+        .status
+        .as_ref()
+        .and_then(|s| s.available_replicas)
+        .unwrap_or(0);
+    let desired = FooStatus {
+        available_replicas: available,
+    };
+    if foo.status.as_ref() == Some(&desired) {
+        return Ok(false);
+    }
+    let status = serde_json::json!({
+        "apiVersion": Foo::api_version(&()),
+        "kind": Foo::kind(&()),
+        "status": desired,
+    });
+    let api: Api<Foo> = Api::namespaced(ctx.client.clone(), &foo.namespace().unwrap_or_default());
+    let params = PatchParams::apply(FIELD_MANAGER).force();
+    api.patch_status(&foo.name_any(), &params, &Patch::Apply(status))
+        .await?;
+    Ok(true)
+}
+// ANCHOR_END: update_foo_status
+
+// ANCHOR: relevant_changes
+/// The Deployments whose change can matter to their Foo: every delete, and
+/// every add or update that changed the spec (generation), the owner
+/// references or the available replicas. Go: the Deployment handlers, which
+/// pass every change but a resync replay.
+///
+/// Idiom: a predicate. kube-controller-manager updates a Deployment's status
+/// several times while it rolls out (replicas, updated, ready, conditions);
+/// only `availableReplicas` matters here, so the others reconcile nothing.
+/// Written out rather than `predicate_filter`, which would also drop a
+/// delete (its hash is that of the last update).
+fn relevant_changes(
+    events: impl Stream<Item = Result<watcher::Event<Deployment>, watcher::Error>> + Send,
+) -> impl Stream<Item = Result<Deployment, watcher::Error>> + Send {
+    let mut seen: HashMap<ObjectRef<Deployment>, u64> = HashMap::new();
+    events.filter_map(move |event| {
+        let relevant = match event {
+            Ok(watcher::Event::Apply(d) | watcher::Event::InitApply(d)) => {
+                let key = ObjectRef::from(&d);
+                let hash = relevance(&d);
+                (seen.insert(key, hash) != Some(hash)).then_some(Ok(d))
+            }
+            Ok(watcher::Event::Delete(d)) => {
+                seen.remove(&ObjectRef::from(&d));
+                Some(Ok(d))
+            }
+            Ok(watcher::Event::Init | watcher::Event::InitDone) => None,
+            Err(err) => Some(Err(err)),
+        };
+        future::ready(relevant)
+    })
+}
+
+/// A hash of what `reconcile` reads from a Deployment.
+fn relevance(deployment: &Deployment) -> u64 {
+    use std::hash::{DefaultHasher, Hash, Hasher};
+    let mut hasher = DefaultHasher::new();
+    deployment.uid().hash(&mut hasher);
+    deployment.metadata.generation.hash(&mut hasher);
+    for owner in deployment.owner_references() {
+        (&owner.uid, &owner.kind, owner.controller).hash(&mut hasher);
+    }
+    deployment
+        .status
+        .as_ref()
+        .and_then(|s| s.available_replicas)
+        .hash(&mut hasher);
+    hasher.finish()
+}
+// ANCHOR_END: relevant_changes
+
+/// Removes what no reconcile reads before an object is cached.
+fn drop_managed_fields<K: Resource>(obj: &mut K) {
+    obj.managed_fields_mut().clear();
+    if let Some(annotations) = obj.meta_mut().annotations.as_mut() {
+        annotations.remove("kubectl.kubernetes.io/last-applied-configuration");
+    }
+}
+
+/// Marks the process ready and logs `Starting workers` once both caches hold
+/// their first full list.
+async fn report_ready(
+    foos: Store<Foo>,
+    deployments: Store<Deployment>,
+    probes: Arc<Probes>,
+    workers: u16,
+) {
+    if future::try_join(foos.wait_until_ready(), deployments.wait_until_ready())
+        .await
+        .is_ok()
+    {
+        probes.set_ready(true);
+        tracing::info!(workers, "Starting workers");
+    }
+}
+
+/// Logs what the controller reports for each reconcile and each watch error.
+/// Go: `utilruntime.HandleError` and the worker's log lines.
+fn log_result(
+    result: Result<(ObjectRef<Foo>, Action), controller::Error<Error, watcher::Error>>,
+) {
+    match result {
+        Ok((key, _)) => tracing::info!(objectRef = %key_string(&key), "Successfully synced"),
+        // Logged with its retry delay by `error_policy`.
+        Err(controller::Error::ReconcilerFailed(..)) => {}
+        // A Deployment changed whose Foo is gone: nothing to do.
+        Err(controller::Error::ObjectNotFound(key)) => {
+            tracing::debug!(objectRef = %key, "Foo no longer exists")
+        }
+        Err(controller::Error::QueueError(err)) => {
+            let resource = if err.to_string().contains("deployments") {
+                "deployments"
+            } else {
+                "foos"
+            };
+            tracing::warn!("{}", explain_watch(&err, resource));
+        }
+        Err(other) => tracing::warn!(error = %other, "controller error"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixtures::{cache, foo, mock_client, stored};
+    use std::time::Duration;
+    use http::Method;
+    use serde_json::json;
+
+    const DEPLOYMENTS: &str = "/apis/apps/v1/namespaces/default/deployments";
+    const FOO_STATUS: &str =
+        "/apis/samplecontroller.k8s.io/v1alpha1/namespaces/default/foos/test/status";
+
+    fn context(client: Client, deployments: Vec<Deployment>) -> Arc<Context> {
+        Arc::new(Context::new(client, cache(deployments), Arc::default()))
+    }
+
+    fn status_apply(available: i32) -> serde_json::Value {
+        json!({
+            "apiVersion": "samplecontroller.k8s.io/v1alpha1",
+            "kind": "Foo",
+            "status": {"availableReplicas": available}
+        })
+    }
+
+    #[tokio::test]
+    async fn a_new_foo_gets_a_created_deployment_an_applied_status_and_an_event() {
+        let foo = foo("test", Some(1));
+        let (client, mut server) = mock_client();
+        let ctx = context(client, vec![]);
+        let created = serde_json::to_value(stored(new_deployment(&foo), 0)).unwrap();
+        let reply = serde_json::to_value(&foo).unwrap();
+        let api = tokio::spawn(async move {
+            server.expect(Method::POST, DEPLOYMENTS, 201, created).await;
+            let status = server.expect(Method::PATCH, FOO_STATUS, 200, reply).await;
+            assert_eq!(status.body, status_apply(0));
+            assert!(status.query.contains("fieldManager=sample-controller"));
+            assert!(status.query.contains("force=true"));
+            assert_eq!(server.expect_event().await.body["reason"], "Synced");
+            server.expect_silence().await;
+        });
+        reconcile(Arc::new(foo), ctx).await.unwrap();
+        api.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_foo_already_in_sync_costs_no_request_at_all() {
+        let mut foo = foo("test", Some(1));
+        foo.status = Some(FooStatus {
+            available_replicas: 1,
+        });
+        let (client, mut server) = mock_client();
+        let ctx = context(client, vec![stored(new_deployment(&foo), 1)]);
+        let api = tokio::spawn(async move { server.expect_silence().await });
+        reconcile(Arc::new(foo), ctx).await.unwrap();
+        api.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_replica_change_is_applied_with_the_deployments_uid_as_precondition() {
+        let foo = foo("test", Some(3));
+        let mut old = foo.clone();
+        old.spec.replicas = Some(1);
+        let mut deployment = stored(new_deployment(&old), 1);
+        deployment.metadata.uid = Some("deployment-uid".into());
+        let (client, mut server) = mock_client();
+        let ctx = context(client, vec![deployment.clone()]);
+        let reply = serde_json::to_value(stored(new_deployment(&foo), 1)).unwrap();
+        let foo_reply = serde_json::to_value(&foo).unwrap();
+        let mut expected = serde_json::to_value(new_deployment(&foo)).unwrap();
+        expected["metadata"]["uid"] = json!("deployment-uid");
+        let api = tokio::spawn(async move {
+            let apply = server
+                .expect(
+                    Method::PATCH,
+                    &format!("{DEPLOYMENTS}/test-deployment"),
+                    200,
+                    reply,
+                )
+                .await;
+            assert_eq!(apply.body, expected);
+            assert!(apply.query.contains("force=true"));
+            assert_eq!(
+                server
+                    .expect(Method::PATCH, FOO_STATUS, 200, foo_reply)
+                    .await
+                    .body,
+                status_apply(1)
+            );
+            assert_eq!(server.expect_event().await.body["reason"], "Synced");
+            server.expect_silence().await;
+        });
+        reconcile(Arc::new(foo), ctx).await.unwrap();
+        api.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_deployment_it_does_not_control_gets_a_warning_and_a_growing_retry_delay() {
+        let foo = Arc::new(foo("test", Some(1)));
+        let mut foreign = stored(new_deployment(&foo), 1);
+        foreign.metadata.owner_references = None;
+        let (client, mut server) = mock_client();
+        let ctx = context(client, vec![foreign]);
+        let api = tokio::spawn(async move {
+            let first = server.expect_event().await;
+            assert_eq!(first.method, Method::POST);
+            assert_eq!(first.body["reason"], "ErrResourceExists");
+            assert_eq!(first.body["type"], "Warning");
+            let repeat = server.expect_event().await;
+            assert_eq!(repeat.method, Method::PATCH);
+            assert_eq!(repeat.body["series"]["count"], 2);
+            server.expect_silence().await;
+        });
+        let mut delays = Vec::new();
+        for _ in 0..2 {
+            let err = reconcile(foo.clone(), ctx.clone()).await.unwrap_err();
+            assert!(matches!(err, Error::ResourceExists(_)));
+            delays.push(error_policy(foo.clone(), &err, ctx.clone()));
+        }
+        assert_eq!(
+            delays,
+            [
+                Action::requeue(Duration::from_millis(5)),
+                Action::requeue(Duration::from_millis(10))
+            ]
+        );
+        api.await.unwrap();
+    }
+
+    #[test]
+    fn drift_is_a_changed_replica_count_image_or_pod_label_but_not_an_added_label() {
+        let desired = new_deployment(&foo("test", Some(2)));
+        assert!(!drifted(&desired, &desired));
+        let mut scaled = desired.clone();
+        scaled.spec.as_mut().unwrap().replicas = Some(5);
+        assert!(drifted(&scaled, &desired));
+        let mut image = desired.clone();
+        image.spec.as_mut().unwrap().template.spec.as_mut().unwrap().containers[0].image =
+            Some("nginx:1.27".into());
+        assert!(drifted(&image, &desired));
+        let mut extra_label = desired.clone();
+        extra_label
+            .spec
+            .as_mut()
+            .unwrap()
+            .template
+            .metadata
+            .as_mut()
+            .unwrap()
+            .labels
+            .as_mut()
+            .unwrap()
+            .insert("team".into(), "blue".into());
+        assert!(!drifted(&extra_label, &desired));
+        let unset = new_deployment(&foo("test", None));
+        assert!(!drifted(&scaled, &unset), "no replicas in the Foo: any count is fine");
+    }
+
+    #[tokio::test]
+    async fn only_relevant_deployment_changes_trigger_and_every_delete_does() {
+        use watcher::Event::*;
+        let base = stored(new_deployment(&foo("test", Some(1))), 0);
+        let mut status_noise = base.clone();
+        status_noise.status.as_mut().unwrap().updated_replicas = Some(1);
+        let mut available = status_noise.clone();
+        available.status.as_mut().unwrap().available_replicas = Some(1);
+        let mut annotated = available.clone();
+        annotated
+            .annotations_mut()
+            .insert("note".into(), "hand-edited".into());
+        let events = futures::stream::iter(
+            [
+                Init,
+                InitApply(base.clone()),
+                InitDone,
+                Apply(status_noise),
+                Apply(available.clone()),
+                Apply(annotated.clone()),
+                Delete(annotated),
+            ]
+            .map(Ok),
+        );
+        let passed: Vec<_> = relevant_changes(events)
+            .map(|d| d.unwrap().status.and_then(|s| s.available_replicas))
+            .collect()
+            .await;
+        // The listed object, the available replica, the delete.
+        assert_eq!(passed, [Some(0), Some(1), Some(1)]);
+    }
+}
