@@ -1,7 +1,7 @@
 //! The Deployment a Foo owns, and the owner-reference checks around it.
 //!
 //! Go: `newDeployment` in
-//! [controller.go](https://github.com/kubernetes/sample-controller/blob/v0.36.3/controller.go#L385-L418)
+//! [controller.go](https://github.com/kubernetes/sample-controller/blob/v0.36.3/controller.go#L385-L421)
 //! and `NewControllerRef` / `GetControllerOf` / `IsControlledBy` in
 //! apimachinery's `pkg/apis/meta/v1/controller_ref.go`.
 
@@ -18,7 +18,7 @@ use crate::Foo;
 /// Builds the Deployment a Foo asks for: `spec.replicas` nginx pods, labelled
 /// `app: nginx` and `controller: <foo name>`, owned by the Foo.
 ///
-/// The owner reference makes the API server's garbage collector delete the
+/// The owner reference makes kube-controller-manager's garbage collector delete the
 /// Deployment with its Foo, and lets the controller recognise its own
 /// Deployments (see [`is_controlled_by`]).
 pub fn new_deployment(foo: &Foo) -> Deployment {

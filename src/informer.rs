@@ -1,7 +1,8 @@
 //! An informer: a watch that keeps a local cache and tells handlers what changed.
 //!
-//! Go: client-go's `SharedIndexInformer` (reflector → DeltaFIFO → indexer →
-//! handlers). kube-runtime has the first and third pieces: `watcher` lists and
+//! Go: client-go's `SharedIndexInformer` (reflector → RealFIFO → indexer →
+//! handlers; client-go 0.36 builds a DeltaFIFO only with the InOrderInformers
+//! gate off, and that gate is GA and locked on). kube-runtime has the first and third pieces: `watcher` lists and
 //! watches, a `reflector` keeps a `Store` (the lister's cache). It has no
 //! handler callbacks: a watcher event carries only the new object. This module
 //! adds what the handlers need, in the order client-go uses: look up the old

@@ -22,7 +22,7 @@ async fn bare_cluster() -> &'static ControlPlane {
 async fn every_step_without_the_crd_exits_non_zero_naming_the_install_command() {
     let cp = bare_cluster().await;
     for bin in [
-        "step-1", "step-2", "step-3", "step-4", "step-5", "step-6", "step-7",
+        "step-1", "step-2", "step-3", "step-4", "step-5", "step-6", "step-7", "step-8",
     ] {
         let (status, output) = Step::start(bin, cp.kubeconfig_path(), Some("default"), &[])
             .wait()

@@ -66,7 +66,7 @@ impl Scene {
     async fn start_step_7(&self, kubeconfig: &std::path::Path) -> (Step, u16) {
         let port = free_port();
         let mut step = Step::start(
-            "step-7",
+            "step-8",
             kubeconfig,
             Some(&self.ns),
             &["--http-address", &format!("127.0.0.1:{port}")],
@@ -215,7 +215,7 @@ async fn fault_2_a_conflict_on_the_status_write_is_retried_until_it_converges() 
 async fn fault_3_a_deleted_deployment_is_recreated() {
     let (cp, client) = cluster().await;
     let scene = Scene::new(&client, "fault3").await;
-    let mut step = Step::start("step-7", cp.kubeconfig_path(), Some(&scene.ns), &[]);
+    let mut step = Step::start("step-8", cp.kubeconfig_path(), Some(&scene.ns), &[]);
     step.expect(&["Starting workers"]).await;
     create_foo(&client, &scene.ns, "phoenix", "phoenix-nginx", Some(2)).await;
     scene.until_converged("phoenix", "phoenix-nginx", 2).await;
@@ -322,7 +322,7 @@ async fn fault_4_a_foreign_deployment_is_left_alone_and_retried_with_growing_del
 async fn fault_5_invalid_foos_are_rejected_by_the_api_server_and_never_reach_the_controller() {
     let (cp, client) = cluster().await;
     let scene = Scene::new(&client, "fault5").await;
-    let mut step = Step::start("step-7", cp.kubeconfig_path(), Some(&scene.ns), &[]);
+    let mut step = Step::start("step-8", cp.kubeconfig_path(), Some(&scene.ns), &[]);
     step.expect(&["Starting workers"]).await;
     let resource = ApiResource::erase::<Foo>(&());
     let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), &scene.ns, &resource);
@@ -415,7 +415,7 @@ async fn fault_7_sigterm_lets_syncs_in_flight_finish_and_exits_0_within_10_secon
         }
     });
     let proxy = proxy::start(client.clone(), cp.data_dir(), &scene.ns, rule).await;
-    let mut step = Step::start("step-7", &proxy.kubeconfig, Some(&scene.ns), &[]);
+    let mut step = Step::start("step-8", &proxy.kubeconfig, Some(&scene.ns), &[]);
     step.expect(&["Starting workers"]).await;
     for i in 0..6 {
         create_foo(
@@ -468,7 +468,7 @@ async fn fault_8_without_the_crd_step_7_exits_naming_the_install_command() {
     let cp = ControlPlane::start(Options::api_server_only())
         .await
         .expect("control plane");
-    let (status, output) = Step::start("step-7", cp.kubeconfig_path(), None, &[])
+    let (status, output) = Step::start("step-8", cp.kubeconfig_path(), None, &[])
         .wait()
         .await;
     assert_eq!(status.code(), Some(1), "{output}");
@@ -524,7 +524,7 @@ async fn fault_9_a_forbidden_verb_is_named_in_the_log_and_recovers_once_granted(
     )
     .await;
 
-    let mut step = Step::start("step-7", &kubeconfig, Some(&scene.ns), &[]);
+    let mut step = Step::start("step-8", &kubeconfig, Some(&scene.ns), &[]);
     let warning = step.expect(&["RBAC denies", "create deployments"]).await;
     step.expect(&["Starting workers"]).await;
     create_foo(&client, &scene.ns, "blocked", "blocked-nginx", Some(1)).await;

@@ -481,3 +481,197 @@ async fn step_6_without_rbac_names_every_missing_permission_and_exits() {
         assert!(output.contains(missing), "{missing} not named:\n{output}");
     }
 }
+
+/// The managers and operations that wrote the Foo's status and the Deployment's
+/// spec, from their managedFields: `(manager, operation)`.
+fn writers<K: kube::Resource>(obj: &K, subresource: Option<&str>) -> Vec<(String, String)> {
+    obj.meta()
+        .managed_fields
+        .iter()
+        .flatten()
+        .filter(|m| m.subresource.as_deref() == subresource)
+        .map(|m| {
+            (
+                m.manager.clone().unwrap_or_default(),
+                m.operation.clone().unwrap_or_default(),
+            )
+        })
+        .collect()
+}
+
+/// How many times the Synced Event about Foo `name` was recorded (its series count).
+async fn synced_count(client: &kube::Client, ns: &str, name: &str) -> i32 {
+    let events: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(client.clone(), ns);
+    events
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|e| {
+            e.reason.as_deref() == Some("Synced")
+                && e.regarding
+                    .as_ref()
+                    .is_some_and(|r| r.name.as_deref() == Some(name))
+        })
+        .map(|e| e.series.map_or(1, |s| s.count))
+        .sum()
+}
+
+#[tokio::test]
+async fn step_7_writes_like_go_replacing_the_deployment_and_resyncing_every_30_seconds() {
+    let (cp, client) = cluster().await;
+    let ns = namespace(&client, "step7go").await;
+    let mut step = Step::start("step-7", cp.kubeconfig_path(), Some(&ns), &[]);
+    step.expect(&["Starting workers"]).await;
+    create_foo(&client, &ns, "literal", "literal", Some(1)).await;
+    eventually("literal converged", || async {
+        converged(&client, &ns, "literal", "literal", 1)
+            .await
+            .then_some(())
+    })
+    .await;
+
+    // Someone labels the Deployment; the next replica change replaces it whole.
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), &ns);
+    let label = json!({"metadata": {"labels": {"team": "blue"}}});
+    deployments
+        .patch("literal", &PatchParams::default(), &Patch::Merge(label))
+        .await
+        .unwrap();
+    let foos: Api<Foo> = Api::namespaced(client.clone(), &ns);
+    let scale = json!({"spec": {"replicas": 2}});
+    foos.patch("literal", &PatchParams::default(), &Patch::Merge(scale))
+        .await
+        .unwrap();
+    let replaced = eventually("literal replaced with 2 replicas", || async {
+        let d = deployments.get("literal").await.ok()?;
+        (d.spec.as_ref()?.replicas == Some(2)).then_some(d)
+    })
+    .await;
+    assert!(
+        !replaced.labels().contains_key("team"),
+        "Go's Update drops others' labels: {:?}",
+        replaced.labels()
+    );
+    assert!(
+        writers(&replaced, None).contains(&("sample-controller".into(), "Update".into())),
+        "{:?}",
+        writers(&replaced, None)
+    );
+    let foo = foos.get("literal").await.unwrap();
+    assert_eq!(
+        writers(&foo, Some("status")),
+        [("sample-controller".to_string(), "Update".to_string())],
+        "the status is written with UpdateStatus (PUT)"
+    );
+
+    // Nothing changes; Go's resync still syncs every Foo every 30 s, and each
+    // sync records Synced again.
+    eventually("literal settled at 2", || async {
+        converged(&client, &ns, "literal", "literal", 2)
+            .await
+            .then_some(())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let before = synced_count(&client, &ns, "literal").await;
+    tokio::time::sleep(Duration::from_secs(33)).await;
+    let after = synced_count(&client, &ns, "literal").await;
+    assert!(
+        after > before,
+        "a resync sync records Synced again: {before} -> {after}"
+    );
+    let (status, output) = step.terminate().await;
+    assert!(status.success(), "{output}");
+}
+
+#[tokio::test]
+async fn step_8_applies_only_what_drifted_keeps_others_labels_and_is_silent_while_idle() {
+    let (cp, client) = cluster().await;
+    let ns = namespace(&client, "step8").await;
+    let mut step = Step::start("step-8", cp.kubeconfig_path(), Some(&ns), &[]);
+    step.expect(&["Starting workers"]).await;
+    create_foo(&client, &ns, "applied", "applied", Some(1)).await;
+    eventually("applied converged", || async {
+        converged(&client, &ns, "applied", "applied", 1)
+            .await
+            .then_some(())
+    })
+    .await;
+
+    // Someone labels the Deployment and changes its image: the image is ours
+    // and comes back at once; the label is theirs and stays.
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), &ns);
+    let params = PatchParams {
+        field_manager: Some("kubectl-label".into()),
+        ..PatchParams::default()
+    };
+    let label = json!({"metadata": {"labels": {"team": "blue"}}});
+    deployments
+        .patch("applied", &params, &Patch::Merge(label))
+        .await
+        .unwrap();
+    let image = json!({"spec": {"template": {"spec": {"containers": [{"name": "nginx", "image": "nginx:1.27"}]}}}});
+    deployments
+        .patch("applied", &PatchParams::default(), &Patch::Strategic(image))
+        .await
+        .unwrap();
+    eventually("the image taken back", || async {
+        let d = deployments.get("applied").await.ok()?;
+        let image = d.spec?.template.spec?.containers.first()?.image.clone();
+        (image.as_deref() == Some("nginx:latest")).then_some(())
+    })
+    .await;
+    let foos: Api<Foo> = Api::namespaced(client.clone(), &ns);
+    let scale = json!({"spec": {"replicas": 2}});
+    foos.patch("applied", &PatchParams::default(), &Patch::Merge(scale))
+        .await
+        .unwrap();
+    eventually("applied settled at 2", || async {
+        converged(&client, &ns, "applied", "applied", 2)
+            .await
+            .then_some(())
+    })
+    .await;
+    let d = deployments.get("applied").await.unwrap();
+    assert_eq!(d.labels().get("team").map(String::as_str), Some("blue"));
+    assert!(
+        writers(&d, None).contains(&("sample-controller".into(), "Apply".into())),
+        "{:?}",
+        writers(&d, None)
+    );
+    let foo = foos.get("applied").await.unwrap();
+    assert_eq!(
+        writers(&foo, Some("status")),
+        [("sample-controller".to_string(), "Apply".to_string())],
+        "the status is server-side applied"
+    );
+
+    // Idle: no resync, no write, no Event, for longer than Go's resync period.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    step.drain_for(Duration::from_millis(100)).await;
+    let syncs = |output: &[String]| {
+        output
+            .iter()
+            .filter(|l| l.contains("Successfully synced"))
+            .count()
+    };
+    let (events, foo_rv, deployment_rv) = (
+        synced_count(&client, &ns, "applied").await,
+        foos.get("applied").await.unwrap().resource_version(),
+        deployments.get("applied").await.unwrap().resource_version(),
+    );
+    let reconciles = syncs(&step.output);
+    tokio::time::sleep(Duration::from_secs(35)).await;
+    step.drain_for(Duration::from_millis(100)).await;
+    assert_eq!(syncs(&step.output), reconciles, "no reconcile while idle");
+    assert_eq!(synced_count(&client, &ns, "applied").await, events);
+    assert_eq!(foos.get("applied").await.unwrap().resource_version(), foo_rv);
+    assert_eq!(
+        deployments.get("applied").await.unwrap().resource_version(),
+        deployment_rv
+    );
+    let (status, output) = step.terminate().await;
+    assert!(status.success(), "{output}");
+}

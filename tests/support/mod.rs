@@ -177,6 +177,7 @@ impl Step {
             "step-5" => env!("CARGO_BIN_EXE_step-5"),
             "step-6" => env!("CARGO_BIN_EXE_step-6"),
             "step-7" => env!("CARGO_BIN_EXE_step-7"),
+            "step-8" => env!("CARGO_BIN_EXE_step-8"),
             other => panic!("no binary {other}"),
         }
     }
