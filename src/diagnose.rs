@@ -196,3 +196,49 @@ async fn allowed(
         .await?;
     Ok(answer.status.is_some_and(|s| s.allowed))
 }
+
+// ANCHOR: fatal
+/// An error that ends a step: `main` returns it, and Rust prints it once as
+/// `Error: …` and exits 1. Unlike `anyhow::Error`, it prints no backtrace,
+/// whatever `RUST_BACKTRACE` says (the message is meant for the user, and
+/// panics keep theirs), and it leaves out a cause whose text the message
+/// before it already contains.
+pub struct Fatal(anyhow::Error);
+
+impl<E: Into<anyhow::Error>> From<E> for Fatal {
+    fn from(err: E) -> Self {
+        Fatal(err.into())
+    }
+}
+
+impl std::fmt::Debug for Fatal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut shown = self.0.to_string();
+        write!(f, "{shown}")?;
+        for cause in self.0.chain().skip(1) {
+            let text = cause.to_string();
+            if !shown.contains(&text) {
+                write!(f, "\n  caused by: {text}")?;
+                shown = text;
+            }
+        }
+        Ok(())
+    }
+}
+// ANCHOR_END: fatal
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fatal_error_prints_each_cause_once_and_no_backtrace() {
+        let io = std::io::Error::new(std::io::ErrorKind::NotFound, "No such file or directory");
+        let read = anyhow::Error::new(io).context("failed to read kubeconfig: No such file or directory");
+        let err = Fatal::from(read.context("cannot read the kubeconfig /nonexistent"));
+        assert_eq!(
+            format!("{err:?}"),
+            "cannot read the kubeconfig /nonexistent\n  caused by: failed to read kubeconfig: No such file or directory"
+        );
+    }
+}

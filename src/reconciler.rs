@@ -13,7 +13,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use futures::{Stream, StreamExt, future};
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
@@ -23,6 +23,7 @@ use kube::runtime::events::{EventType, Recorder};
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource, ResourceExt};
+use tokio::sync::watch;
 
 use crate::controller::{
     ERR_RESOURCE_EXISTS, Error, FIELD_MANAGER, MESSAGE_RESOURCE_SYNCED, SUCCESS_SYNCED,
@@ -44,6 +45,8 @@ pub struct Context {
     /// The Deployment cache (Go: `deploymentsLister`). The Foo cache is the
     /// `Controller`'s own: `reconcile` is handed the Foo.
     pub deployments: Store<Deployment>,
+    /// Whether the Deployment cache holds its first full list.
+    pub deployments_synced: Synced,
     /// Records `Synced` and `ErrResourceExists` Events.
     pub recorder: Recorder,
     /// Go's retry rate limiter: per-key backoff, reset by a success.
@@ -53,18 +56,79 @@ pub struct Context {
 }
 
 impl Context {
-    /// A context writing through `client` and reading `deployments`.
-    pub fn new(client: Client, deployments: Store<Deployment>, probes: Arc<Probes>) -> Self {
+    /// A context writing through `client` and reading `deployments`, once
+    /// `deployments_synced` says the cache is filled.
+    pub fn new(
+        client: Client,
+        deployments: Store<Deployment>,
+        deployments_synced: Synced,
+        probes: Arc<Probes>,
+    ) -> Self {
         Self {
             recorder: recorder(client.clone()),
             client,
             deployments,
+            deployments_synced,
             backoff: RateLimiter::sample_controller(),
             probes,
         }
     }
 }
 // ANCHOR_END: context
+
+// ANCHOR: synced
+/// Whether a cache holds its first full list; any number of tasks can wait
+/// for it. Go: an informer's `HasSynced`.
+///
+/// Not kube's `Store::wait_until_ready`: it wraps a single oneshot receiver,
+/// which keeps the waker of the last task that polled it, so of several
+/// tasks waiting at once only the last is woken (a unit test below shows
+/// it). The `Controller` already waits on the Foo store, and every reconcile
+/// would wait on the Deployment store; a lost wake-up left reconciles
+/// waiting forever, and a stop waiting for them.
+#[derive(Clone, Debug)]
+pub struct Synced(watch::Receiver<bool>);
+
+impl Synced {
+    /// A flag, not set, and the way to set it.
+    pub fn new() -> (watch::Sender<bool>, Self) {
+        let (tx, rx) = watch::channel(false);
+        (tx, Synced(rx))
+    }
+
+    /// A flag that is already set (for tests).
+    pub fn already() -> Self {
+        let (tx, synced) = Self::new();
+        tx.send_replace(true);
+        synced
+    }
+
+    /// Waits until the cache is filled; fails if its watch stopped first.
+    pub async fn wait(&self) -> Result<(), Error> {
+        let mut rx = self.0.clone();
+        rx.wait_for(|synced| *synced)
+            .await
+            .map(|_| ())
+            .map_err(|_| Error::CacheStopped)
+    }
+}
+
+/// Passes a reflected watch through, setting `synced` once the store has
+/// applied the first full list (`InitDone`).
+fn mark_synced<K, S>(
+    events: S,
+    synced: watch::Sender<bool>,
+) -> impl Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send
+where
+    S: Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send,
+{
+    events.inspect(move |event| {
+        if let Ok(watcher::Event::InitDone) = event {
+            synced.send_replace(true);
+        }
+    })
+}
+// ANCHOR_END: synced
 
 // ANCHOR: run
 /// Watches Foos and the Deployments they own and reconciles each Foo that
@@ -89,25 +153,32 @@ pub async fn run(
     // managedFields before an object is cached (nothing here reads them; they
     // are often the larger part of a small object). Go keeps them.
     let (foo_cache, foo_writer) = reflector::store();
-    let foo_triggers = watcher(foos, config())
+    let (foos_filled, foos_synced) = Synced::new();
+    let foo_events = watcher(foos, config())
         .default_backoff()
         .modify(drop_managed_fields)
-        .reflect(foo_writer)
-        .applied_objects();
+        .reflect(foo_writer);
+    let foo_triggers = mark_synced(foo_events, foos_filled).applied_objects();
 
     // The Deployment cache, and a trigger per relevant Deployment change.
     let (deployment_cache, deployment_writer) = reflector::store();
-    let deployment_triggers = relevant_changes(
-        watcher(deployments, config())
-            .default_backoff()
-            .modify(drop_managed_fields)
-            .reflect(deployment_writer),
-    );
+    let (deployments_filled, deployments_synced) = Synced::new();
+    let deployment_events = watcher(deployments, config())
+        .default_backoff()
+        .modify(drop_managed_fields)
+        .reflect(deployment_writer);
+    let deployment_triggers =
+        relevant_changes(mark_synced(deployment_events, deployments_filled));
 
-    let ctx = Arc::new(Context::new(client, deployment_cache.clone(), probes));
-    tokio::spawn(report_ready(
-        foo_cache.clone(),
+    let ctx = Arc::new(Context::new(
+        client,
         deployment_cache,
+        deployments_synced.clone(),
+        probes,
+    ));
+    tokio::spawn(report_ready(
+        foos_synced,
+        deployments_synced,
         ctx.probes.clone(),
         workers,
     ));
@@ -151,9 +222,21 @@ pub async fn reconcile(foo: Arc<Foo>, ctx: Arc<Context>) -> Result<Action, Error
 
 /// Retries a failed reconcile after Go's delay for this key (5 ms · 2^n up
 /// to 1000 s, at most 50 retries a second overall). Go: `AddRateLimited`.
+///
+/// One exception: when the API server did not answer (unreachable, or 5xx
+/// or 429 while it starts or sheds load), the failure says nothing about the
+/// Foo, so it does not grow the key's backoff; the retry comes after
+/// [`UNAVAILABLE_RETRY`] (and the overall bucket). Go needs no exception: its
+/// 30 s resync re-adds every key, cutting short a backoff that an outage
+/// made long; step 8 has no resync, and after an 8 s outage a key that kept
+/// failing could otherwise wait minutes.
 pub fn error_policy(foo: Arc<Foo>, err: &Error, ctx: Arc<Context>) -> Action {
     let key = ObjectRef::from(foo.as_ref());
-    let delay = ctx.backoff.when(&key);
+    let delay = if server_unavailable(err) {
+        ctx.backoff.when_unavailable(UNAVAILABLE_RETRY)
+    } else {
+        ctx.backoff.when(&key)
+    };
     tracing::error!(
         objectRef = %key_string(&key),
         error = %err,
@@ -161,6 +244,19 @@ pub fn error_policy(foo: Arc<Foo>, err: &Error, ctx: Arc<Context>) -> Action {
         "Error syncing; requeuing for later retry"
     );
     Action::requeue(delay)
+}
+
+/// How long a reconcile waits to retry when the API server did not answer.
+pub const UNAVAILABLE_RETRY: Duration = Duration::from_secs(1);
+
+/// Whether `err` means the API server was not there to answer, rather than
+/// that it refused this request.
+fn server_unavailable(err: &Error) -> bool {
+    match err {
+        Error::Kube(kube::Error::Api(status)) => status.code >= 500 || status.code == 429,
+        Error::Kube(kube::Error::HyperError(_) | kube::Error::Service(_)) => true,
+        _ => false,
+    }
 }
 // ANCHOR_END: reconcile
 
@@ -175,10 +271,7 @@ async fn sync(foo: &Foo, ctx: &Context) -> Result<(), Error> {
         return Ok(());
     }
     // kube's Controller waits for the Foo cache only; Go waits for both.
-    ctx.deployments
-        .wait_until_ready()
-        .await
-        .map_err(|_| Error::CacheStopped)?;
+    ctx.deployments_synced.wait().await?;
 
     let api: Api<Deployment> = Api::namespaced(ctx.client.clone(), &namespace);
     let desired = new_deployment(foo);
@@ -372,16 +465,8 @@ fn drop_managed_fields<K: Resource>(obj: &mut K) {
 
 /// Marks the process ready and logs `Starting workers` once both caches hold
 /// their first full list.
-async fn report_ready(
-    foos: Store<Foo>,
-    deployments: Store<Deployment>,
-    probes: Arc<Probes>,
-    workers: u16,
-) {
-    if future::try_join(foos.wait_until_ready(), deployments.wait_until_ready())
-        .await
-        .is_ok()
-    {
+async fn report_ready(foos: Synced, deployments: Synced, probes: Arc<Probes>, workers: u16) {
+    if future::try_join(foos.wait(), deployments.wait()).await.is_ok() {
         probes.set_ready(true);
         tracing::info!(workers, "Starting workers");
     }
@@ -416,7 +501,6 @@ fn log_result(
 mod tests {
     use super::*;
     use crate::fixtures::{cache, foo, mock_client, stored};
-    use std::time::Duration;
     use http::Method;
     use serde_json::json;
 
@@ -425,7 +509,54 @@ mod tests {
         "/apis/samplecontroller.k8s.io/v1alpha1/namespaces/default/foos/test/status";
 
     fn context(client: Client, deployments: Vec<Deployment>) -> Arc<Context> {
-        Arc::new(Context::new(client, cache(deployments), Arc::default()))
+        Arc::new(Context::new(
+            client,
+            cache(deployments),
+            Synced::already(),
+            Arc::default(),
+        ))
+    }
+
+    /// Why step 8 does not use `Store::wait_until_ready`: of two tasks
+    /// waiting at once, kube-runtime 5.0.0 wakes only the one that polled
+    /// last. If this test fails, kube fixed it, and `Synced` can go.
+    #[tokio::test]
+    async fn kubes_store_readiness_wakes_only_the_last_of_two_waiters() {
+        let (store, mut writer) = reflector::store::<Deployment>();
+        let (first, second) = (store.clone(), store.clone());
+        let first = tokio::spawn(async move { first.wait_until_ready().await });
+        tokio::task::yield_now().await;
+        let second = tokio::spawn(async move { second.wait_until_ready().await });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        writer.apply_watcher_event(&watcher::Event::Init);
+        writer.apply_watcher_event(&watcher::Event::InitDone);
+        let woken = |task: tokio::task::JoinHandle<_>| async move {
+            tokio::time::timeout(Duration::from_millis(500), task)
+                .await
+                .is_ok()
+        };
+        assert!(woken(second).await, "the last waiter is woken");
+        assert!(!woken(first).await, "the first waiter is not");
+    }
+
+    #[tokio::test]
+    async fn every_task_waiting_for_synced_is_woken() {
+        let (tx, synced) = Synced::new();
+        let waiters: Vec<_> = (0..3)
+            .map(|_| {
+                let synced = synced.clone();
+                tokio::spawn(async move { synced.wait().await })
+            })
+            .collect();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        tx.send_replace(true);
+        for waiter in waiters {
+            tokio::time::timeout(Duration::from_millis(500), waiter)
+                .await
+                .expect("woken")
+                .unwrap()
+                .unwrap();
+        }
     }
 
     fn status_apply(available: i32) -> serde_json::Value {
@@ -538,6 +669,31 @@ mod tests {
             ]
         );
         api.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn an_unanswered_request_retries_soon_without_growing_the_keys_backoff() {
+        let foo = Arc::new(foo("test", Some(1)));
+        let (client, _server) = mock_client();
+        let ctx = context(client, vec![]);
+        let unavailable = Error::Kube(kube::Error::Api(
+            kube::core::Status::failure("the server is shutting down", "ServiceUnavailable")
+                .with_code(503)
+                .boxed(),
+        ));
+        for _ in 0..20 {
+            assert_eq!(
+                error_policy(foo.clone(), &unavailable, ctx.clone()),
+                Action::requeue(UNAVAILABLE_RETRY)
+            );
+        }
+        let key = ObjectRef::from(foo.as_ref());
+        assert_eq!(ctx.backoff.num_requeues(&key), 0);
+        let refused = Error::ResourceExists("test-deployment".into());
+        assert_eq!(
+            error_policy(foo, &refused, ctx),
+            Action::requeue(Duration::from_millis(5))
+        );
     }
 
     #[test]

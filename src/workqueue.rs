@@ -154,6 +154,13 @@ impl<K: Eq + Hash + Clone> RateLimiter<K> {
             .max(self.overall.reserve_at(Instant::now()))
     }
 
+    /// How long to wait before a retry that should not count against any
+    /// key: `delay`, or longer if the overall bucket is empty. Not in Go
+    /// (step 8's `error_policy` uses it when the API server did not answer).
+    pub fn when_unavailable(&self, delay: Duration) -> Duration {
+        delay.max(self.overall.reserve_at(Instant::now()))
+    }
+
     /// Resets `key`'s backoff after a successful sync. Go: `Forget`.
     pub fn forget(&self, key: &K) {
         self.per_item.forget(key);

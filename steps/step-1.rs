@@ -16,7 +16,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use kube::Api;
 use kube::api::ListParams;
 use sample_controller::config::{ClientFlags, NamespaceFlag, client_from_flags};
-use sample_controller::diagnose::explain;
+use sample_controller::diagnose::{Fatal, explain};
 use sample_controller::{Foo, show, telemetry};
 
 /// List Foos and Deployments, as the two Go clientsets would.
@@ -30,7 +30,7 @@ struct Args {
 }
 
 #[tokio::main]
-async fn main() -> anyhow::Result<()> {
+async fn main() -> Result<(), Fatal> {
     telemetry::init();
     let args = Args::parse();
 

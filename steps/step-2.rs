@@ -25,7 +25,7 @@ use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Resource, ResourceExt};
 use sample_controller::config::{ClientFlags, NamespaceFlag, client_from_flags};
-use sample_controller::diagnose::{explain_watch, preflight};
+use sample_controller::diagnose::{Fatal, explain_watch, preflight};
 use sample_controller::{Foo, rbac, show, signals, telemetry};
 
 /// Fill a Foo cache and a Deployment cache, wait for both, and show them.
@@ -39,7 +39,7 @@ struct Args {
 }
 
 #[tokio::main]
-async fn main() -> anyhow::Result<()> {
+async fn main() -> Result<(), Fatal> {
     telemetry::init();
     let args = Args::parse();
     let shutdown = signals::setup_signal_handler()?;

@@ -22,7 +22,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use kube::runtime::watcher;
 use kube::{Resource, ResourceExt};
 use sample_controller::config::{ClientFlags, NamespaceFlag, client_from_flags};
-use sample_controller::diagnose::{explain_watch, preflight};
+use sample_controller::diagnose::{Fatal, explain_watch, preflight};
 use sample_controller::handlers::{Decision, on_deployment, on_foo};
 use sample_controller::informer::{Notification, informer, key_string, resync};
 use sample_controller::{Foo, rbac, signals, telemetry};
@@ -49,7 +49,7 @@ enum Event {
 }
 
 #[tokio::main]
-async fn main() -> anyhow::Result<()> {
+async fn main() -> Result<(), Fatal> {
     telemetry::init();
     let args = Args::parse();
     let shutdown = signals::setup_signal_handler()?;

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use clap::Parser;
 use kube::runtime::reflector::ObjectRef;
 use sample_controller::config::{ClientFlags, NamespaceFlag, client_from_flags};
-use sample_controller::diagnose::preflight;
+use sample_controller::diagnose::{Fatal, preflight};
 use sample_controller::handlers::start_informers;
 use sample_controller::informer::key_string;
 use sample_controller::workqueue;
@@ -55,7 +55,7 @@ struct Simulated {
 }
 
 #[tokio::main]
-async fn main() -> anyhow::Result<()> {
+async fn main() -> Result<(), Fatal> {
     telemetry::init();
     let args = Args::parse();
     let shutdown = signals::setup_signal_handler()?;

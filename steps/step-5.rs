@@ -20,7 +20,7 @@ use kube::{Api, Client, ResourceExt};
 use sample_controller::config::{ClientFlags, NamespaceFlag, client_from_flags};
 use sample_controller::deployment::{is_controlled_by, new_deployment};
 use sample_controller::controller::{Error, FIELD_MANAGER};
-use sample_controller::diagnose::preflight;
+use sample_controller::diagnose::{Fatal, preflight};
 use sample_controller::handlers::start_informers;
 use sample_controller::workqueue;
 use sample_controller::{Foo, rbac, signals, telemetry};
@@ -45,7 +45,7 @@ struct Context {
 }
 
 #[tokio::main]
-async fn main() -> anyhow::Result<()> {
+async fn main() -> Result<(), Fatal> {
     telemetry::init();
     let args = Args::parse();
     let shutdown = signals::setup_signal_handler()?;

@@ -18,7 +18,7 @@ use std::time::Duration;
 use clap::Parser;
 use sample_controller::config::{ClientFlags, NamespaceFlag, client_from_flags};
 use sample_controller::controller::Controller;
-use sample_controller::diagnose::preflight;
+use sample_controller::diagnose::{Fatal, preflight};
 use sample_controller::handlers::start_informers;
 use sample_controller::{rbac, signals, telemetry};
 
@@ -40,7 +40,7 @@ struct Args {
 
 // ANCHOR: main
 #[tokio::main]
-async fn main() -> anyhow::Result<()> {
+async fn main() -> Result<(), Fatal> {
     telemetry::init(); // Go: klog.InitFlags
     let args = Args::parse(); // Go: flag.Parse
 
@@ -66,6 +66,7 @@ async fn main() -> anyhow::Result<()> {
     );
 
     // Go: controller.Run(ctx, 2)
-    controller.run(informers, shutdown, args.workers).await
+    controller.run(informers, shutdown, args.workers).await?;
+    Ok(())
 }
 // ANCHOR_END: main

@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use clap::Parser;
 use sample_controller::config::{ClientFlags, NamespaceFlag, client_from_flags};
-use sample_controller::diagnose::{check_reachable, missing_permissions};
+use sample_controller::diagnose::{Fatal, check_reachable, missing_permissions};
 use sample_controller::leader::{LeaderFlags, run_when_leader};
 use sample_controller::probes::Probes;
 use sample_controller::server::{ServeFlags, serve};
@@ -43,7 +43,7 @@ struct Args {
 
 // ANCHOR: main
 #[tokio::main]
-async fn main() -> anyhow::Result<()> {
+async fn main() -> Result<(), Fatal> {
     telemetry::init();
     let args = Args::parse();
     let shutdown = signals::setup_signal_handler()?;
@@ -74,6 +74,7 @@ async fn main() -> anyhow::Result<()> {
             probes.clone(),
         )
     })
-    .await
+    .await?;
+    Ok(())
 }
 // ANCHOR_END: main

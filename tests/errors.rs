@@ -76,6 +76,37 @@ async fn a_missing_kubeconfig_file_is_named() {
 }
 
 #[tokio::test]
+async fn an_error_for_the_user_prints_once_without_a_backtrace_even_with_rust_backtrace_set() {
+    let args = ["--kubeconfig".to_string(), "/nonexistent/kubeconfig".into()];
+    for bin in ["step-1", "step-7", "step-8"] {
+        let path = std::path::PathBuf::from(Step::binary_path(bin));
+        let (status, output) = Step::start_program_with_env(
+            bin,
+            &path,
+            &args,
+            &[("RUST_BACKTRACE", "1"), ("RUST_LIB_BACKTRACE", "1")],
+        )
+        .wait()
+        .await;
+        assert_eq!(status.code(), Some(1), "{bin}: {output}");
+        assert!(
+            output.starts_with("Error: cannot read the kubeconfig /nonexistent/kubeconfig"),
+            "{bin}: {output}"
+        );
+        assert_eq!(
+            output.matches("No such file or directory").count(),
+            1,
+            "{bin}: each cause once:\n{output}"
+        );
+        assert!(
+            !output.to_lowercase().contains("backtrace"),
+            "{bin}: no backtrace:\n{output}"
+        );
+        assert!(output.lines().count() <= 3, "{bin}: {output}");
+    }
+}
+
+#[tokio::test]
 async fn an_invalid_flag_is_rejected_with_usage() {
     let args = ["--workers".to_string(), "many".into()];
     let (status, output) = Step::start_with_args("step-7", &args).wait().await;

@@ -675,3 +675,27 @@ async fn step_8_applies_only_what_drifted_keeps_others_labels_and_is_silent_whil
     let (status, output) = step.terminate().await;
     assert!(status.success(), "{output}");
 }
+
+#[tokio::test]
+async fn step_8_started_beside_existing_foos_becomes_ready_and_stops_cleanly_every_time() {
+    // Found this way: several tasks waiting on kube's Store::wait_until_ready
+    // at once lose wake-ups (src/reconciler.rs `Synced`); then step 8 never
+    // said it was ready and a SIGTERM waited forever for a stuck reconcile.
+    let (cp, client) = cluster().await;
+    let ns = namespace(&client, "step8restarts").await;
+    for i in 0..5 {
+        let name = format!("existing-{i}");
+        create_foo(&client, &ns, &name, &name, Some(1)).await;
+    }
+    for round in 0..5 {
+        let mut step = Step::start("step-8", cp.kubeconfig_path(), Some(&ns), &[]);
+        let ready = step
+            .line_within(&["Starting workers"], Duration::from_secs(20))
+            .await;
+        assert!(ready.is_some(), "round {round}:\n{}", step.output.join("\n"));
+        let (status, output) = tokio::time::timeout(Duration::from_secs(10), step.terminate())
+            .await
+            .unwrap_or_else(|_| panic!("round {round}: SIGTERM did not stop step 8"));
+        assert!(status.success(), "round {round}: {output}");
+    }
+}

@@ -163,12 +163,12 @@ impl Step {
 
     /// Starts a step binary with exactly `args`.
     pub fn start_with_args(bin: &str, args: &[String]) -> Step {
-        let path = Self::binary(bin);
+        let path = Self::binary_path(bin);
         Self::start_program(bin, std::path::Path::new(path), args)
     }
 
     /// The path of a step binary.
-    fn binary(bin: &str) -> &'static str {
+    pub fn binary_path(bin: &str) -> &'static str {
         match bin {
             "step-1" => env!("CARGO_BIN_EXE_step-1"),
             "step-2" => env!("CARGO_BIN_EXE_step-2"),
@@ -197,7 +197,7 @@ impl Step {
         let mut child = Command::new(path)
             .args(args)
             .envs(envs.iter().copied())
-            .env("RUST_LOG", "info")
+            .env("RUST_LOG", std::env::var("TMP_STEP_LOG").unwrap_or("info".into()))
             .env_remove("KUBECONFIG")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -280,6 +280,30 @@ impl Step {
         }
     }
 
+    /// Polls `check` every 200 ms until it returns `Some`, reading the step's
+    /// output meanwhile (so that a failure shows what the step said); fails
+    /// after [`WAIT`].
+    pub async fn until<T, F, Fut>(&mut self, what: &str, mut check: F) -> T
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = Option<T>>,
+    {
+        let deadline = tokio::time::Instant::now() + WAIT;
+        loop {
+            if let Some(value) = check().await {
+                return value;
+            }
+            if tokio::time::Instant::now() >= deadline {
+                panic!(
+                    "{}: timed out waiting for {what}; output:\n{}",
+                    self.name,
+                    self.output.join("\n")
+                );
+            }
+            self.drain_for(Duration::from_millis(200)).await;
+        }
+    }
+
     /// Reads whatever the step prints during `period`.
     pub async fn drain_for(&mut self, period: Duration) {
         let deadline = tokio::time::Instant::now() + period;
@@ -344,7 +368,7 @@ pub async fn http_get(port: u16, path: &str) -> Option<(u16, String)> {
 }
 
 /// The value of the metric line starting with `name` (labels included) in
-/// step 7's `/metrics`, or 0 if it is absent.
+/// step 8's `/metrics`, or 0 if it is absent.
 pub async fn metric(port: u16, name: &str) -> f64 {
     let (_, text) = http_get(port, "/metrics").await.expect("/metrics answers");
     text.lines()
@@ -410,7 +434,8 @@ pub fn line_time(line: &str) -> Option<f64> {
     Some(h * 3600.0 + m * 60.0 + s)
 }
 
-/// The `ClusterRole` and the `Role` in manifests/rbac.yaml.
+/// The first `ClusterRole` (`sample-controller`, step 8's) and the `Role`
+/// (the leader Lease) in manifests/rbac.yaml.
 pub fn manifest_roles() -> (
     k8s_openapi::api::rbac::v1::ClusterRole,
     k8s_openapi::api::rbac::v1::Role,
@@ -426,6 +451,53 @@ pub fn manifest_roles() -> (
         serde_json::from_value(find("ClusterRole")).expect("ClusterRole"),
         serde_json::from_value(find("Role")).expect("Role"),
     )
+}
+
+/// The ClusterRole called `name` in manifests/rbac.yaml.
+pub fn manifest_cluster_role(name: &str) -> k8s_openapi::api::rbac::v1::ClusterRole {
+    let doc = manifest("rbac.yaml")
+        .into_iter()
+        .find(|d| d["kind"] == "ClusterRole" && d["metadata"]["name"] == name)
+        .unwrap_or_else(|| panic!("a ClusterRole {name} in manifests/rbac.yaml"));
+    serde_json::from_value(doc).expect("ClusterRole")
+}
+
+/// Whether RBAC lets the ServiceAccount `sa` of `ns` do `verb` on
+/// `resource` (`plural` or `plural/subresource`) of API group `group` in
+/// `ns`, as the API server answers it right now (a SubjectAccessReview,
+/// asked by the admin `client`). [`grant`] takes effect a moment after it
+/// returns; poll this to know when.
+pub async fn service_account_may(
+    client: &Client,
+    ns: &str,
+    sa: &str,
+    verb: &str,
+    group: &str,
+    resource: &str,
+) -> bool {
+    use k8s_openapi::api::authorization::v1::SubjectAccessReview;
+    let (resource, subresource) = match resource.split_once('/') {
+        Some((r, sub)) => (r, Some(sub)),
+        None => (resource, None),
+    };
+    let review: SubjectAccessReview = serde_json::from_value(serde_json::json!({
+        "apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+        "spec": {
+            "user": format!("system:serviceaccount:{ns}:{sa}"),
+            "groups": ["system:serviceaccounts", format!("system:serviceaccounts:{ns}"), "system:authenticated"],
+            "resourceAttributes": {
+                "namespace": ns, "verb": verb, "group": group,
+                "resource": resource, "subresource": subresource.unwrap_or_default(),
+            },
+        },
+    }))
+    .expect("SubjectAccessReview");
+    Api::<SubjectAccessReview>::all(client.clone())
+        .create(&PostParams::default(), &review)
+        .await
+        .expect("create SubjectAccessReview")
+        .status
+        .is_some_and(|s| s.allowed)
 }
 
 /// Grants the ServiceAccount `sa` of `ns` the `rules` in `ns` (a Role and
@@ -496,6 +568,27 @@ pub fn report(fault: u32, line: &str) {
     println!("{line}");
     std::fs::write(dir.join(format!("fault-{fault}.txt")), format!("{line}\n"))
         .expect("write report");
+}
+
+/// Like [`report`], for a fault run against several steps: one line per
+/// step, `fault N (step S): …`, in the order given. `cargo xtask faults`
+/// prints a fault's file after two spaces, so each line after the first is
+/// indented by two spaces to line up with it.
+pub fn report_steps(fault: u32, lines: &[(&str, String)]) {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("../fault-report");
+    std::fs::create_dir_all(&dir).expect("create fault report dir");
+    let lines: Vec<String> = lines
+        .iter()
+        .map(|(step, line)| format!("fault {fault} ({step}): {line}"))
+        .collect();
+    for line in &lines {
+        println!("{line}");
+    }
+    std::fs::write(
+        dir.join(format!("fault-{fault}.txt")),
+        format!("{}\n", lines.join("\n  ")),
+    )
+    .expect("write report");
 }
 
 /// Creates a Deployment nobody owns and waits until kube-controller-manager

@@ -2,12 +2,15 @@
 //!
 //! On one local control plane, for N Foos created at once (N = 100 and 500):
 //! time until every Deployment exists and every Foo has a status, for the Go
-//! sample-controller, Rust step 7 (release build) and a bare kube client
-//! doing the same creates and status writes with the same concurrency (the
-//! practical limit); the peak RSS of each controller; the API requests each
-//! run caused (kube-apiserver's `apiserver_request_total`); and the writes
-//! each controller makes while idle after convergence. Also the learner's
-//! build: a cold `cargo build --bins` and the rebuild after editing one step.
+//! sample-controller, Rust step 7 (Go's program) and step 8 (the kube-rs
+//! way), both release builds, and a bare kube client doing the same creates
+//! and status writes with the same concurrency (the floor of what must be
+//! written); the peak RSS of each controller; the API requests each run
+//! caused (kube-apiserver's `apiserver_request_total`); the writes each
+//! controller makes while idle after convergence; how much of the cached
+//! objects managedFields are (what step 8 drops); and the lines of code of
+//! step 7 and step 8. Also the learner's build: a cold `cargo build --bins`
+//! and the rebuild after editing one step.
 //!
 //! Prints a table with ratios and writes it to `book/src/outputs/performance.txt`
 //! and a chart to `book/src/performance.svg`. Figures, not pass/fail.
@@ -46,7 +49,8 @@ pub struct BenchArgs {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Subject {
     Go,
-    Rust,
+    Step7,
+    Step8,
     BareClient,
 }
 
@@ -54,8 +58,9 @@ impl Subject {
     fn label(self) -> &'static str {
         match self {
             Subject::Go => "Go sample-controller",
-            Subject::Rust => "Rust step 7",
-            Subject::BareClient => "bare kube client (limit)",
+            Subject::Step7 => "Rust step 7 (Go's program)",
+            Subject::Step8 => "Rust step 8 (kube-rs way)",
+            Subject::BareClient => "bare kube client (floor)",
         }
     }
 }
@@ -67,21 +72,29 @@ struct Measurement {
     peak_rss_kib: Option<u64>,
     requests: BTreeMap<String, f64>,
     idle_writes: Option<f64>,
+    /// JSON bytes of the Foos and Deployments, and of their managedFields.
+    cached_bytes: Option<(usize, usize)>,
 }
 
 /// Runs the benchmark.
 pub async fn bench(args: BenchArgs) -> Result<()> {
     let root = crate::repo_root();
     println!(
-        "==> cargo build --release --bin step-7 (the Go controller is an optimised build too)"
+        "==> cargo build --release --bin step-7 --bin step-8 (the Go controller is an optimised build too)"
     );
     cargo(
         &root,
-        &["build", "--release", "--quiet", "--bin", "step-7"],
+        &[
+            "build", "--release", "--quiet", "--bin", "step-7", "--bin", "step-8",
+        ],
         None,
     )?;
     let go = testcluster::binaries::ensure(Binary::SampleController)?;
-    let rust = root.join("target/release/step-7");
+    let binaries = Binaries {
+        go,
+        step_7: root.join("target/release/step-7"),
+        step_8: root.join("target/release/step-8"),
+    };
 
     let cp = ControlPlane::start(Options::default()).await?;
     let client = cp.client().await?;
@@ -90,11 +103,16 @@ pub async fn bench(args: BenchArgs) -> Result<()> {
     let smallest = args.sizes.iter().copied().min().unwrap_or(0);
     let mut results: BTreeMap<(usize, Subject), Measurement> = BTreeMap::new();
     for &n in &args.sizes {
-        for subject in [Subject::BareClient, Subject::Go, Subject::Rust] {
+        for subject in [
+            Subject::BareClient,
+            Subject::Go,
+            Subject::Step7,
+            Subject::Step8,
+        ] {
             let idle = (n == smallest && subject != Subject::BareClient)
                 .then(|| Duration::from_secs(args.idle_seconds));
             println!("==> {} with {n} Foos", subject.label());
-            let m = run(&cp, &client, subject, n, &go, &rust, idle).await?;
+            let m = run(&cp, &client, subject, n, &binaries, idle).await?;
             println!(
                 "    converged in {:.1}s, peak RSS {}, {} writes{}",
                 m.converge.as_secs_f64(),
@@ -114,7 +132,13 @@ pub async fn bench(args: BenchArgs) -> Result<()> {
     } else {
         Some(learner_build(&root)?)
     };
-    let table = report(&args.sizes, &results, build, args.idle_seconds);
+    let table = report(
+        &args.sizes,
+        &results,
+        build,
+        args.idle_seconds,
+        &lines_of_code(&root)?,
+    );
     println!("\n{table}");
     std::fs::write(root.join("book/src/outputs/performance.txt"), &table)?;
     std::fs::write(
@@ -125,14 +149,20 @@ pub async fn bench(args: BenchArgs) -> Result<()> {
     Ok(())
 }
 
+/// The three controller binaries.
+struct Binaries {
+    go: PathBuf,
+    step_7: PathBuf,
+    step_8: PathBuf,
+}
+
 /// One subject, `n` Foos, in a fresh namespace.
 async fn run(
     cp: &ControlPlane,
     client: &Client,
     subject: Subject,
     n: usize,
-    go: &Path,
-    rust: &Path,
+    binaries: &Binaries,
     idle: Option<Duration>,
 ) -> Result<Measurement> {
     let ns = format!("bench-{}-{n}", format!("{subject:?}").to_lowercase());
@@ -141,9 +171,11 @@ async fn run(
     let log = cp.log_dir().join(format!("bench-{ns}.log"));
     let kubeconfig = cp.kubeconfig_path().display().to_string();
 
+    let rust_args = ["--kubeconfig".to_string(), kubeconfig.clone()];
     let mut controller = match subject {
-        Subject::Go => Some(start(go, &[format!("-kubeconfig={kubeconfig}")], &log).await?),
-        Subject::Rust => Some(start(rust, &["--kubeconfig".into(), kubeconfig], &log).await?),
+        Subject::Go => Some(start(&binaries.go, &[format!("-kubeconfig={kubeconfig}")], &log).await?),
+        Subject::Step7 => Some(start(&binaries.step_7, &rust_args, &log).await?),
+        Subject::Step8 => Some(start(&binaries.step_8, &rust_args, &log).await?),
         Subject::BareClient => None,
     };
 
@@ -156,6 +188,11 @@ async fn run(
     wait_converged(client, &ns, n).await?;
     let converge = started.elapsed();
     let after = request_counts(client).await?;
+    let cached_bytes = if subject == Subject::Go {
+        Some(cache_bytes(client, &ns).await?)
+    } else {
+        None
+    };
 
     let mut idle_writes = None;
     if let Some(period) = idle {
@@ -197,7 +234,83 @@ async fn run(
         peak_rss_kib,
         requests: diff(&before, &after),
         idle_writes,
+        cached_bytes,
     })
+}
+
+/// The JSON size of the Foos and Deployments in `ns` (what an informer
+/// caches), and how much of it is managedFields.
+async fn cache_bytes(client: &Client, ns: &str) -> Result<(usize, usize)> {
+    let foos = Api::<Foo>::namespaced(client.clone(), ns)
+        .list(&ListParams::default())
+        .await?
+        .items;
+    let deployments = Api::<Deployment>::namespaced(client.clone(), ns)
+        .list(&ListParams::default())
+        .await?
+        .items;
+    let mut objects: Vec<serde_json::Value> = Vec::new();
+    for foo in foos {
+        objects.push(serde_json::to_value(foo)?);
+    }
+    for deployment in deployments {
+        objects.push(serde_json::to_value(deployment)?);
+    }
+    let (mut total, mut managed) = (0, 0);
+    for object in &objects {
+        total += serde_json::to_vec(object)?.len();
+        managed += serde_json::to_vec(&object["metadata"]["managedFields"])?.len();
+    }
+    Ok((total, managed))
+}
+
+/// Non-blank, non-comment lines of the code each Rust controller runs beyond
+/// what every step shares (config, types, new_deployment): step 7's informer,
+/// handlers, work queue and controller; step 8's reconciler, and what it
+/// reuses of the work queue (the rate limiter).
+fn lines_of_code(root: &Path) -> Result<Vec<(&'static str, usize)>> {
+    let count = |files: &[&str]| -> Result<usize> {
+        let mut lines = 0;
+        for file in files {
+            let text = std::fs::read_to_string(root.join(file))?;
+            // Count up to the unit tests.
+            let code = text.split("#[cfg(test)]").next().unwrap_or("");
+            lines += code
+                .lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty() && !l.starts_with("//"))
+                .count();
+        }
+        Ok(lines)
+    };
+    Ok(vec![
+        (
+            "step 7: steps/step-7.rs, src/controller.rs, handlers.rs, informer.rs, workqueue.rs",
+            count(&[
+                "steps/step-7.rs",
+                "src/controller.rs",
+                "src/handlers.rs",
+                "src/informer.rs",
+                "src/workqueue.rs",
+            ])?,
+        ),
+        (
+            "step 8 without its production parts: src/reconciler.rs, and the rate limiter of workqueue.rs",
+            count(&["src/reconciler.rs"])? + rate_limiter_lines(root)?,
+        ),
+    ])
+}
+
+/// Lines of `src/workqueue.rs` between its rate-limiter anchors.
+fn rate_limiter_lines(root: &Path) -> Result<usize> {
+    let text = std::fs::read_to_string(root.join("src/workqueue.rs"))?;
+    let start = text.find("// ANCHOR: item_backoff").context("item_backoff anchor")?;
+    let end = text.find("// ANCHOR_END: rate_limiter").context("rate_limiter anchor")?;
+    Ok(text[start..end]
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with("//"))
+        .count())
 }
 
 /// Starts a controller with its output in `log`, and waits until its workers run.
@@ -259,8 +372,9 @@ async fn create_foos(client: &Client, ns: &str, n: usize) -> Result<()> {
     Ok(())
 }
 
-/// The practical limit: what the controller must write, written directly by
-/// two workers (a Deployment create and a status write per Foo).
+/// The floor: what the controller must write, written directly by two
+/// workers (a Deployment create and a status write per Foo) once all Foos
+/// exist (a controller starts on the first one).
 async fn bare_client(client: &Client, ns: &str, n: usize) -> Result<()> {
     let foos: Api<Foo> = Api::namespaced(client.clone(), ns);
     let deployments: Api<Deployment> = Api::namespaced(client.clone(), ns);
@@ -445,6 +559,7 @@ fn report(
     results: &BTreeMap<(usize, Subject), Measurement>,
     build: Option<(Duration, Duration)>,
     idle_seconds: u64,
+    lines: &[(&str, usize)],
 ) -> String {
     let mut out = String::new();
     let _ = writeln!(
@@ -453,7 +568,7 @@ fn report(
     );
     let _ = writeln!(
         out,
-        "| Foos | Subject | Converged in | Rust/Go | Rust/limit | Peak RSS | API writes | Idle writes ({idle_seconds} s) |"
+        "| Foos | Subject | Converged in | vs Go | vs floor | Peak RSS | API writes | Idle writes ({idle_seconds} s) |"
     );
     let _ = writeln!(out, "|---:|---|---:|---:|---:|---:|---:|---:|");
     for &n in sizes {
@@ -462,7 +577,12 @@ fn report(
                 .get(&(n, s))
                 .map(|m: &Measurement| m.converge.as_secs_f64())
         };
-        for subject in [Subject::Go, Subject::Rust, Subject::BareClient] {
+        for subject in [
+            Subject::Go,
+            Subject::Step7,
+            Subject::Step8,
+            Subject::BareClient,
+        ] {
             let Some(m) = results.get(&(n, subject)) else {
                 continue;
             };
@@ -471,9 +591,9 @@ fn report(
                 _ => "-".into(),
             };
             let (vs_go, vs_limit) = match subject {
-                Subject::Rust => (
-                    ratio(secs(Subject::Rust), secs(Subject::Go)),
-                    ratio(secs(Subject::Rust), secs(Subject::BareClient)),
+                Subject::Step7 | Subject::Step8 => (
+                    ratio(secs(subject), secs(Subject::Go)),
+                    ratio(secs(subject), secs(Subject::BareClient)),
                 ),
                 _ => ("".into(), "".into()),
             };
@@ -496,12 +616,32 @@ fn report(
             .filter_map(|(_, m)| m.peak_rss_kib)
             .max()
     };
-    if let (Some(r), Some(g)) = (rss(Subject::Rust), rss(Subject::Go)) {
+    if let (Some(s7), Some(s8), Some(g)) =
+        (rss(Subject::Step7), rss(Subject::Step8), rss(Subject::Go))
+    {
         let _ = writeln!(
             out,
-            "\nPeak RSS, largest run: Rust/Go = {:.2}.",
-            r as f64 / g as f64
+            "\nPeak RSS, largest run: step 7/Go = {:.2}, step 8/Go = {:.2}, step 8/step 7 = {:.2}.",
+            s7 as f64 / g as f64,
+            s8 as f64 / g as f64,
+            s8 as f64 / s7 as f64
         );
+    }
+    for ((n, _), m) in results.iter().filter(|((_, s), _)| *s == Subject::Go) {
+        if let Some((total, managed)) = m.cached_bytes {
+            let _ = writeln!(
+                out,
+                "\nmanagedFields, {n} Foos and their Deployments as listed after convergence: \
+                 {:.0} KiB of {:.0} KiB of JSON ({:.0} %), what step 8 drops before caching.",
+                managed as f64 / 1024.0,
+                total as f64 / 1024.0,
+                100.0 * managed as f64 / total.max(1) as f64
+            );
+        }
+    }
+    let _ = writeln!(out, "\nLines of code (non-blank, non-comment, without tests):");
+    for (what, count) in lines {
+        let _ = writeln!(out, "- {what}: {count}");
     }
     let _ = writeln!(
         out,
@@ -550,7 +690,8 @@ fn chart(sizes: &[usize], results: &BTreeMap<(usize, Subject), Measurement>) -> 
         y += 10.0;
         for (subject, colour) in [
             (Subject::Go, "#4e79a7"),
-            (Subject::Rust, "#e15759"),
+            (Subject::Step7, "#e15759"),
+            (Subject::Step8, "#59a14f"),
             (Subject::BareClient, "#9c9c9c"),
         ] {
             let Some(m) = results.get(&(n, subject)) else {

@@ -1,7 +1,7 @@
 //! `cargo xtask demo`: the controller at work, start to finish, in one command.
 //!
 //! Uses the cluster in `KUBECONFIG` (or `~/.kube/config`) if one answers,
-//! otherwise starts the local control plane; installs the CRD; runs step 7 in
+//! otherwise starts the local control plane; installs the CRD; runs step 8 in
 //! its own namespace; applies `manifests/example-foo.yaml`; prints the Foo and
 //! its Deployment as `kubectl get` would until they converge; shows the
 //! Events; then stops and deletes everything it started.
@@ -71,28 +71,28 @@ async fn existing_cluster() -> Option<Client> {
     }
 }
 
-/// Step 7 against the demo namespace, the example Foo, and the convergence.
+/// Step 8 against the demo namespace, the example Foo, and the convergence.
 async fn run(client: &Client, kubeconfig: Option<&std::path::Path>) -> Result<()> {
     let root = crate::repo_root();
     println!(
-        "==> Building and starting step 7 (cargo run --bin step-7 -- --namespace {NAMESPACE})"
+        "==> Building and starting step 8 (cargo run --bin step-8 -- --namespace {NAMESPACE})"
     );
     let status = std::process::Command::new(env!("CARGO"))
-        .args(["build", "--quiet", "--bin", "step-7"])
+        .args(["build", "--quiet", "--bin", "step-8"])
         .current_dir(&root)
         .status()
         .context("running cargo build")?;
     if !status.success() {
-        bail!("cargo build --bin step-7 failed");
+        bail!("cargo build --bin step-8 failed");
     }
-    let mut step = tokio::process::Command::new(root.join("target/debug/step-7"));
+    let mut step = tokio::process::Command::new(root.join("target/debug/step-8"));
     step.args(["--namespace", NAMESPACE])
         .kill_on_drop(true)
         .stdin(Stdio::null());
     if let Some(path) = kubeconfig {
         step.arg("--kubeconfig").arg(path);
     }
-    let mut controller = step.spawn().context("starting step-7")?;
+    let mut controller = step.spawn().context("starting step-8")?;
 
     let converged = async {
         let foos: Api<Foo> = Api::namespaced(client.clone(), NAMESPACE);
@@ -158,10 +158,10 @@ async fn run(client: &Client, kubeconfig: Option<&std::path::Path>) -> Result<()
     };
     let result = tokio::select! {
         result = converged => result,
-        exit = controller.wait() => Err(anyhow::anyhow!("step-7 exited early: {}", exit?)),
+        exit = controller.wait() => Err(anyhow::anyhow!("step-8 exited early: {}", exit?)),
     };
 
-    println!("\n==> Stopping step 7 (SIGTERM)");
+    println!("\n==> Stopping step 8 (SIGTERM)");
     if let Some(pid) = controller.id() {
         // SAFETY: kill(2) on the PID of the child we started, with a valid signal.
         unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) };

@@ -4,7 +4,7 @@
 //! * `cargo xtask cluster up`: start a control plane in the background (kubeconfig in
 //!   `~/.cache/sample-controller-rs/cluster/kubeconfig`) and install `manifests/crd.yaml`.
 //! * `cargo xtask cluster status` / `cluster down`.
-//! * `cargo xtask demo`: step 7 and the example Foo, on your cluster or a local one.
+//! * `cargo xtask demo`: step 8 and the example Foo, on your cluster or a local one.
 //! * `cargo xtask test`: the README's test command.
 //! * `cargo xtask parity`: the Go-versus-Rust parity tests alone.
 //! * `cargo xtask faults`: the fault suite alone, one line per fault.
@@ -12,7 +12,9 @@
 
 mod bench;
 mod book;
+mod chromium;
 mod demo;
+mod gosource;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -41,16 +43,36 @@ enum Command {
     Demo,
     /// Every test: builds the control plane if needed, then `cargo test --workspace`.
     Test,
-    /// Only the parity tests: Go sample-controller and Rust step 7, same scenarios, same end state.
+    /// Only the parity tests: Go sample-controller, Rust step 7 and step 8, same scenarios, same end state.
     Parity,
-    /// Only the fault suite (tests/faults.rs): step 7 on the local control plane while things
+    /// Only the fault suite (tests/faults.rs): steps 7 and 8 on the local control plane while things
     /// go wrong; prints one line per fault with what was checked.
     Faults,
-    /// Measure Rust step 7 against the Go original and a bare client (takes about half an hour).
+    /// Measure Rust steps 7 and 8 against the Go original and a bare client (takes about half an hour).
     Bench(bench::BenchArgs),
-    /// The book in book/: `outputs` (captured step runs), `build`, `check`.
+    /// The book in book/: `outputs` (captured step runs), `build`, `check`, `preprocess`, `go-link`.
     #[command(subcommand)]
+    Book(BookCli),
+}
+
+/// `cargo xtask book …`: book.rs's commands, and the Go-source ones of gosource.rs.
+#[derive(Subcommand)]
+enum BookCli {
+    #[command(flatten)]
     Book(book::BookCommand),
+    /// The mdBook preprocessor of book.toml's `[preprocessor.gosource]`: expands `{{#go …}}`
+    /// into the Go source from the module cache (reads `[context, book]` JSON on stdin).
+    Preprocess {
+        #[command(subcommand)]
+        command: Option<gosource::PreprocessCommand>,
+    },
+    /// Print the pinned link of a Go declaration, e.g. `go-link controller.go syncHandler`.
+    GoLink {
+        /// A .go file of the Go sample-controller, relative to its module root.
+        file: String,
+        /// A top-level function, method, type, const or var.
+        name: String,
+    },
 }
 
 #[derive(Subcommand)]
@@ -93,7 +115,9 @@ async fn main() -> ExitCode {
         Command::Parity => parity(),
         Command::Faults => faults(),
         Command::Bench(args) => bench::bench(args).await,
-        Command::Book(command) => book::run(command).await,
+        Command::Book(BookCli::Book(command)) => book::run(command).await,
+        Command::Book(BookCli::Preprocess { command }) => gosource::preprocess(command),
+        Command::Book(BookCli::GoLink { file, name }) => gosource::print_link(&file, &name),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
