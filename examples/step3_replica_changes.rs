@@ -6,7 +6,6 @@
 use clap::Parser;
 use futures::StreamExt;
 use kube::ResourceExt;
-use kube::runtime::watcher;
 use sample_controller::Foo;
 use sample_controller::config::{ClientFlags, NamespaceFlag, client_from_flags};
 use sample_controller::informer::{Notification, informer};
@@ -23,10 +22,7 @@ struct Args {
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     let client = client_from_flags(&args.client).await?.client;
-    let (_cache, events) = informer(
-        args.namespace.api::<Foo>(&client),
-        watcher::Config::default(),
-    );
+    let (_cache, events) = informer(args.namespace.api::<Foo>(&client));
     let mut events = std::pin::pin!(events);
     while let Some(event) = events.next().await {
         // Go: an UpdateFunc comparing old.Spec.Replicas with new.Spec.Replicas.

@@ -106,6 +106,31 @@ pub async fn publish(
     }
 }
 
+// ANCHOR: ensure_controlled
+/// Fails with [`Error::ResourceExists`], after a Warning Event, unless `foo`
+/// controls `deployment`: a Deployment of that name that someone else made
+/// is never touched. Go: the `metav1.IsControlledBy` check in `syncHandler`.
+pub async fn ensure_controlled(
+    recorder: &Recorder,
+    deployment: &Deployment,
+    foo: &Foo,
+) -> Result<(), Error> {
+    if is_controlled_by(deployment, foo) {
+        return Ok(());
+    }
+    let message = message_resource_exists(&deployment.name_any());
+    publish(
+        recorder,
+        foo,
+        EventType::Warning,
+        ERR_RESOURCE_EXISTS,
+        &message,
+    )
+    .await;
+    Err(Error::ResourceExists(deployment.name_any()))
+}
+// ANCHOR_END: ensure_controlled
+
 // ANCHOR: controller
 /// The sample controller. Go: the `Controller` struct.
 pub struct Controller {
@@ -188,18 +213,8 @@ impl Controller {
             }
         };
 
-        if !is_controlled_by(&deployment, foo) {
-            let message = message_resource_exists(&deployment.name_any());
-            publish(
-                &self.recorder,
-                foo,
-                EventType::Warning,
-                ERR_RESOURCE_EXISTS,
-                &message,
-            )
-            .await;
-            return Err(Error::ResourceExists(deployment.name_any()));
-        }
+        // Go: if !metav1.IsControlledBy(deployment, foo) { ... }
+        ensure_controlled(&self.recorder, &deployment, foo).await?;
 
         let current = deployment.spec.as_ref().and_then(|s| s.replicas);
         let deployment = match foo.spec.replicas.filter(|d| Some(*d) != current) {

@@ -133,8 +133,8 @@ pub fn start_informers(
     resync_period: Option<Duration>,
 ) -> Informers {
     let (queue_tx, queue) = unbounded();
-    let (foo_cache, foo_events) = informer(foos, watcher::Config::default());
-    let (deployment_cache, deployment_events) = informer(deployments, watcher::Config::default());
+    let (foo_cache, foo_events) = informer(foos);
+    let (deployment_cache, deployment_events) = informer(deployments);
     spawn_handler(
         with_resync(foo_events, &foo_cache, resync_period),
         queue_tx.clone(),

@@ -14,7 +14,7 @@ use std::hash::Hash;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::{Stream, StreamExt, TryStreamExt, stream};
+use futures::{Stream, StreamExt, TryStreamExt, future, stream};
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Resource};
@@ -60,15 +60,63 @@ pub fn key_string<K: Resource>(key: &ObjectRef<K>) -> String {
     }
 }
 
+// ANCHOR: watch_list
+/// A watch that starts the way client-go's reflector does against a 1.36 API
+/// server: one WATCH that streams every existing object first
+/// (`sendInitialEvents`, kube's `streaming_lists()`), and on a server that
+/// refuses it (its `WatchList` gate off: 1.33, or before 1.32) a LIST then a
+/// WATCH. kube's watcher has no such fallback; this adds it. Go:
+/// `Reflector.ListAndWatch` with `WatchListClient` on.
+pub fn watch_list<K>(
+    api: Api<K>,
+) -> impl Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send
+where
+    K: Resource + Clone + DeserializeOwned + Debug + Send + 'static,
+{
+    // `undecided` holds the Api until the server has answered the first
+    // streaming WATCH: refused, it lists instead; accepted, it never will.
+    let streaming = watcher(api.clone(), watcher::Config::default().streaming_lists()).boxed();
+    stream::unfold((streaming, Some(api)), |(mut events, mut undecided)| async move {
+        let next = events.next().await?;
+        let item = match next {
+            Err(err) if undecided.is_some() && refuses_watch_list(&err) => {
+                if let Some(api) = undecided.take() {
+                    tracing::info!(
+                        "the API server does not stream initial lists (its WatchList gate is off): listing, then watching"
+                    );
+                    events = watcher(api, watcher::Config::default()).boxed();
+                }
+                None
+            }
+            Ok(event) => {
+                undecided = None;
+                Some(Ok(event))
+            }
+            Err(err) => Some(Err(err)),
+        };
+        Some((item, (events, undecided)))
+    })
+    .filter_map(future::ready)
+}
+
+/// Whether `err` is the API server refusing `sendInitialEvents`.
+fn refuses_watch_list(err: &watcher::Error) -> bool {
+    matches!(
+        err,
+        watcher::Error::WatchStartFailed(kube::Error::Api(status))
+            if status.code == 422 && status.message.contains("sendInitialEvents")
+    )
+}
+// ANCHOR_END: watch_list
+
 // ANCHOR: informer
 /// Starts nothing yet: returns the cache (Go: the lister) and the stream that,
-/// once polled, lists and watches `api`, keeps the cache current and yields a
-/// [`Notification`] per change. Watch errors are yielded too; the watcher
-/// retries them with exponential backoff (800 ms up to 30 s, like client-go's
-/// reflector), so the stream only ends when it is dropped.
+/// once polled, fills the cache from a [`watch_list`] of `api`, keeps it
+/// current and yields a [`Notification`] per change. Watch errors are yielded
+/// too; the watcher retries them with exponential backoff (800 ms up to 30 s,
+/// like client-go's reflector), so the stream only ends when it is dropped.
 pub fn informer<K>(
     api: Api<K>,
-    config: watcher::Config,
 ) -> (
     Store<K>,
     impl Stream<Item = Result<Notification<K>, watcher::Error>> + Send,
@@ -80,7 +128,7 @@ where
     let (cache, mut writer) = reflector::store();
     let reader = cache.clone();
     let mut relist = Relist::default();
-    let notifications = watcher(api, config)
+    let notifications = watch_list(api)
         .default_backoff()
         .map_ok(move |event| {
             // Compare with the cache *before* the event changes it, notify after.

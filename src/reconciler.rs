@@ -15,7 +15,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use futures::{Stream, StreamExt, future};
+use futures::{Stream, StreamExt, future, stream};
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::runtime::controller::{self, Action, Controller};
@@ -26,12 +26,12 @@ use kube::{Api, Client, Resource, ResourceExt};
 use tokio::sync::watch;
 
 use crate::controller::{
-    ERR_RESOURCE_EXISTS, Error, FIELD_MANAGER, MESSAGE_RESOURCE_SYNCED, SUCCESS_SYNCED,
-    message_resource_exists, publish, recorder,
+    Error, FIELD_MANAGER, MESSAGE_RESOURCE_SYNCED, SUCCESS_SYNCED, ensure_controlled, publish,
+    recorder,
 };
-use crate::deployment::{is_controlled_by, new_deployment};
+use crate::deployment::new_deployment;
 use crate::diagnose::explain_watch;
-use crate::informer::key_string;
+use crate::informer::{key_string, watch_list};
 use crate::probes::Probes;
 use crate::signals::Shutdown;
 use crate::workqueue::RateLimiter;
@@ -113,6 +113,45 @@ impl Synced {
     }
 }
 
+/// Passes a reflected watch through, holding each object of a (re)list
+/// (`InitApply`) until the whole list is in (`InitDone`).
+///
+/// The store shows a relist only at `InitDone`, when it swaps in the new
+/// list. A trigger sent earlier starts a reconcile that reads the old
+/// contents, finds nothing to do, and is not triggered again: after an API
+/// server restart, a Deployment that became available while the watch was
+/// relisting left its Foo reporting 0 (found by the parity scenario
+/// "kube-apiserver restarted while Foos are being created"). Go's informer
+/// updates its cache before it calls a handler; this keeps that order.
+fn after_relist<K, S>(
+    events: S,
+) -> impl Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send
+where
+    K: Send,
+    S: Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send,
+{
+    let mut held = Vec::new();
+    events.flat_map(move |event| {
+        let out = match event {
+            Ok(watcher::Event::Init) => {
+                held.clear();
+                vec![Ok(watcher::Event::Init)]
+            }
+            Ok(watcher::Event::InitApply(obj)) => {
+                held.push(Ok(watcher::Event::InitApply(obj)));
+                Vec::new()
+            }
+            Ok(watcher::Event::InitDone) => {
+                let mut out = vec![Ok(watcher::Event::InitDone)];
+                out.append(&mut held);
+                out
+            }
+            other => vec![other],
+        };
+        stream::iter(out)
+    })
+}
+
 /// Passes a reflected watch through, setting `synced` once the store has
 /// applied the first full list (`InitDone`).
 fn mark_synced<K, S>(
@@ -143,32 +182,33 @@ pub async fn run(
     workers: u16,
     probes: Arc<Probes>,
 ) -> anyhow::Result<()> {
-    // Idiom: a WATCH that streams the initial state (`sendInitialEvents`)
-    // instead of LIST then WATCH: what client-go's informers do against a
-    // 1.36 API server (WatchListClient), and the API server does not have to
-    // build one large list response.
-    let config = || watcher::Config::default().streaming_lists();
+    // Both watches start as client-go's do against a 1.36 API server: one
+    // WATCH that streams the existing objects (`streaming_lists()`), so the
+    // API server never builds one large list response; LIST then WATCH where
+    // it cannot (src/informer.rs).
 
     // The Foo cache, and a trigger per Foo change. Idiom: `modify` drops
     // managedFields before an object is cached (nothing here reads them; they
     // are often the larger part of a small object). Go keeps them.
     let (foo_cache, foo_writer) = reflector::store();
     let (foos_filled, foos_synced) = Synced::new();
-    let foo_events = watcher(foos, config())
+    let foo_events = watch_list(foos)
         .default_backoff()
         .modify(drop_managed_fields)
         .reflect(foo_writer);
-    let foo_triggers = mark_synced(foo_events, foos_filled).applied_objects();
+    let foo_triggers = mark_synced(after_relist(foo_events), foos_filled).applied_objects();
 
     // The Deployment cache, and a trigger per relevant Deployment change.
     let (deployment_cache, deployment_writer) = reflector::store();
     let (deployments_filled, deployments_synced) = Synced::new();
-    let deployment_events = watcher(deployments, config())
+    let deployment_events = watch_list(deployments)
         .default_backoff()
         .modify(drop_managed_fields)
         .reflect(deployment_writer);
-    let deployment_triggers =
-        relevant_changes(mark_synced(deployment_events, deployments_filled));
+    let deployment_triggers = relevant_changes(mark_synced(
+        after_relist(deployment_events),
+        deployments_filled,
+    ));
 
     let ctx = Arc::new(Context::new(
         client,
@@ -292,18 +332,7 @@ async fn sync(foo: &Foo, ctx: &Context) -> Result<(), Error> {
         }
     };
 
-    if !is_controlled_by(&deployment, foo) {
-        let message = message_resource_exists(&deployment.name_any());
-        publish(
-            &ctx.recorder,
-            foo,
-            EventType::Warning,
-            ERR_RESOURCE_EXISTS,
-            &message,
-        )
-        .await;
-        return Err(Error::ResourceExists(deployment.name_any()));
-    }
+    ensure_controlled(&ctx.recorder, &deployment, foo).await?;
 
     let deployment = if drifted(&deployment, &desired) {
         // Idiom: server-side apply instead of Go's full replace. It sets the
@@ -537,6 +566,31 @@ mod tests {
         };
         assert!(woken(second).await, "the last waiter is woken");
         assert!(!woken(first).await, "the first waiter is not");
+    }
+
+    #[tokio::test]
+    async fn a_relists_objects_trigger_only_once_the_store_shows_them() {
+        use watcher::Event::*;
+        let (store, writer) = reflector::store::<Deployment>();
+        let old = stored(new_deployment(&foo("test", Some(1))), 0);
+        let new = stored(new_deployment(&foo("test", Some(1))), 1);
+        let events = futures::stream::iter(
+            [Init, InitApply(old), InitDone, Init, InitApply(new), InitDone].map(Ok),
+        );
+        let reader = store.clone();
+        let seen: Vec<_> = after_relist(events.reflect(writer))
+            .filter_map(|e| future::ready(match e {
+                Ok(InitApply(d)) => Some(d),
+                _ => None,
+            }))
+            .map(|d| {
+                // What a reconcile triggered now would read from the store.
+                let cached = reader.get(&ObjectRef::from(&d)).unwrap();
+                cached.status.clone().and_then(|s| s.available_replicas)
+            })
+            .collect()
+            .await;
+        assert_eq!(seen, [Some(0), Some(1)]);
     }
 
     #[tokio::test]

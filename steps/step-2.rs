@@ -23,6 +23,7 @@ use futures::{Stream, StreamExt, future};
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
+use sample_controller::informer::watch_list;
 use kube::{Resource, ResourceExt};
 use sample_controller::config::{ClientFlags, NamespaceFlag, client_from_flags};
 use sample_controller::diagnose::{Fatal, explain_watch, preflight};
@@ -50,21 +51,18 @@ async fn main() -> Result<(), Fatal> {
     // ANCHOR: informers
     // Go: exampleInformerFactory.Samplecontroller().V1alpha1().Foos() and its Lister().
     let (foos, foo_writer) = reflector::store::<Foo>();
-    let foo_informer = watcher(
-        args.namespace.api::<Foo>(&client),
-        watcher::Config::default(),
-    )
-    .default_backoff() // retry failed lists and watches: 800 ms doubling to 30 s
-    .reflect(foo_writer);
+    // kube's watcher, started as client-go 0.36 starts one: a WATCH that
+    // streams the existing objects first, or LIST then WATCH where the API
+    // server cannot (src/informer.rs).
+    let foo_informer = watch_list(args.namespace.api::<Foo>(&client))
+        .default_backoff() // retry failed lists and watches: 800 ms doubling to 30 s
+        .reflect(foo_writer);
 
     // Go: kubeInformerFactory.Apps().V1().Deployments() and its Lister().
     let (deployments, deployment_writer) = reflector::store::<Deployment>();
-    let deployment_informer = watcher(
-        args.namespace.api::<Deployment>(&client),
-        watcher::Config::default(),
-    )
-    .default_backoff()
-    .reflect(deployment_writer);
+    let deployment_informer = watch_list(args.namespace.api::<Deployment>(&client))
+        .default_backoff()
+        .reflect(deployment_writer);
 
     // Go: factory.Start(ctx.Done()) runs each informer in a goroutine.
     start(foo_informer, "foos");

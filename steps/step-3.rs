@@ -58,14 +58,8 @@ async fn main() -> Result<(), Fatal> {
     let client = connection.client;
 
     // ANCHOR: informers
-    let (foos, foo_events) = informer(
-        args.namespace.api::<Foo>(&client),
-        watcher::Config::default(),
-    );
-    let (deployments, deployment_events) = informer(
-        args.namespace.api::<Deployment>(&client),
-        watcher::Config::default(),
-    );
+    let (foos, foo_events) = informer(args.namespace.api::<Foo>(&client));
+    let (deployments, deployment_events) = informer(args.namespace.api::<Deployment>(&client));
     let foo_events = foo_events.map(|n| n.map(Event::Foo).map_err(|e| ("foos", e)));
     let deployment_events =
         deployment_events.map(|n| n.map(Event::Deployment).map_err(|e| ("deployments", e)));

@@ -1,6 +1,7 @@
 //! End-to-end: what a learner sees when the cluster is not ready for the steps.
 //!
-//! Its own control plane (kube-apiserver and etcd only) without the Foo CRD.
+//! Its own control plane (kube-apiserver and etcd only) without the Foo CRD,
+//! and one whose API server cannot stream initial lists.
 
 mod support;
 
@@ -115,4 +116,34 @@ async fn an_invalid_flag_is_rejected_with_usage() {
         output.contains("invalid value 'many' for '--workers <WORKERS>'"),
         "{output}"
     );
+}
+
+#[tokio::test]
+async fn an_api_server_without_watch_list_gets_a_list_then_a_watch_instead() {
+    // Kubernetes 1.33 ships with the WatchList gate off (1.32 and 1.34+ on):
+    // client-go's reflector falls back to LIST then WATCH there, and so does
+    // src/informer.rs's watch_list.
+    let cp = ControlPlane::start(Options {
+        apiserver_flags: vec!["--feature-gates=WatchList=false".into()],
+        ..Options::api_server_only()
+    })
+    .await
+    .expect("control plane without WatchList");
+    let client = cp.client().await.unwrap();
+    testcluster::install_crd(
+        &client,
+        concat!(env!("CARGO_MANIFEST_DIR"), "/manifests/crd.yaml"),
+    )
+    .await
+    .unwrap();
+    for (bin, ready) in [("step-2", "Caches synced"), ("step-8", "Starting workers")] {
+        let mut step = Step::start(bin, cp.kubeconfig_path(), Some("default"), &[]);
+        step.expect(&[ready]).await;
+        let (status, output) = step.terminate().await;
+        assert!(status.success(), "{bin}: {output}");
+        assert!(
+            output.contains("does not stream initial lists"),
+            "{bin} fell back:\n{output}"
+        );
+    }
 }

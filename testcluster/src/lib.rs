@@ -87,6 +87,8 @@ pub struct Options {
     /// Start the processes in their own session so they outlive this process (for
     /// `cargo xtask cluster up`); see [`ControlPlane::detach`].
     pub detached: bool,
+    /// More kube-apiserver flags, e.g. `--feature-gates=WatchList=false`.
+    pub apiserver_flags: Vec<String>,
 }
 
 impl Default for Options {
@@ -97,6 +99,7 @@ impl Default for Options {
             scheduler_and_kwok: true,
             data_dir: None,
             detached: false,
+            apiserver_flags: Vec::new(),
         }
     }
 }
@@ -266,7 +269,8 @@ impl ControlPlane {
 
         self.server = format!("https://127.0.0.1:{}", ports.apiserver);
         pki.write_kubeconfig(&self.kubeconfig, &self.server)?;
-        let apiserver_args = args::kube_apiserver(pki, &ports, options.controller_manager);
+        let mut apiserver_args = args::kube_apiserver(pki, &ports, options.controller_manager);
+        apiserver_args.extend(options.apiserver_flags.iter().cloned());
         self.spawn(Binary::KubeApiserver, exe, apiserver_args, &[], detached)?;
         let client = self.client().await?;
         self.wait_for("kube-apiserver /readyz", APISERVER_TIMEOUT, || {

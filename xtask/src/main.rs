@@ -288,6 +288,7 @@ async fn up(no_kwok: bool, api_server_only: bool) -> Result<()> {
         scheduler_and_kwok,
         data_dir: Some(dir.clone()),
         detached: true,
+        apiserver_flags: Vec::new(),
     })
     .await?;
 
