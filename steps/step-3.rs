@@ -19,7 +19,6 @@ use std::time::Duration;
 use clap::Parser;
 use futures::{StreamExt, stream};
 use k8s_openapi::api::apps::v1::Deployment;
-use kube::runtime::watcher;
 use kube::{Resource, ResourceExt};
 use sample_controller::config::{ClientFlags, NamespaceFlag, client_from_flags};
 use sample_controller::diagnose::{Fatal, explain_watch, preflight};

@@ -1,0 +1,327 @@
+//! Every page of the built book in headless Chromium (`cargo xtask book check`).
+//!
+//! One `chromium --headless` per page (two at a time) with
+//! `--virtual-time-budget` (the page's scripts run to completion),
+//! `--dump-dom` (the DOM after them, on stdout), `--screenshot` into
+//! `target/book-screenshots/<page>.png` at 1280×2000, and
+//! `--enable-logging=stderr --v=0`, which prints every console message and
+//! uncaught exception as an `INFO:CONSOLE` line. A page fails when:
+//!
+//! * its console shows anything: the book's own pages log nothing, so any
+//!   message is an error, a failed load (`net::ERR_FILE_NOT_FOUND`) or an
+//!   uncaught exception (Chromium prints `console.log` and `console.error`
+//!   alike, so they are not told apart);
+//! * a mermaid diagram of the page is not an `<svg>` in the DOM afterwards,
+//!   or mermaid drew its error diagram;
+//! * its code blocks were not highlighted, or a Go pane (`{{#go}}`) has no
+//!   highlighted Go code or no license notice.
+//!
+//! A page with Go panes is rendered a second time with the Go tabs shown,
+//! scrolled to its first excerpt (`<page>.html?gosource=go#<id>` in a
+//! 1280×2000 iframe of `target/book-screenshots/<page>-go.html`: headless
+//! Chromium paints a scrolled main frame blank, a scrolled iframe correctly),
+//! screenshot `<page>-go.png`; again its console must stay silent.
+//!
+//! `404.html` is skipped: mdBook writes it with absolute asset paths for a
+//! web server (`site-url`), which a `file://` URL cannot load.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Mutex;
+
+use anyhow::{Context, Result, ensure};
+
+/// One rendering: a page, with the Go tabs shown or not.
+struct Job {
+    page: PathBuf,
+    /// `?gosource=go#…` for the Go side (rendered in an iframe), or "".
+    suffix: String,
+    screenshot: PathBuf,
+}
+
+impl Job {
+    /// The URL Chromium opens: the page, or for the Go side a wrapper page
+    /// next to the screenshot that shows it in an iframe.
+    fn url(&self) -> Result<String> {
+        let page = format!("file://{}{}", self.page.display(), self.suffix);
+        if self.suffix.is_empty() {
+            return Ok(page);
+        }
+        let wrapper = self.screenshot.with_extension("html");
+        std::fs::write(
+            &wrapper,
+            format!(
+                "<!DOCTYPE html>\n<html><body style=\"margin:0\"><iframe src=\"{page}\" \
+                 style=\"border:0;width:1280px;height:2000px\"></iframe></body></html>\n"
+            ),
+        )?;
+        Ok(format!("file://{}", wrapper.display()))
+    }
+}
+
+/// What one rendering showed.
+struct Rendered {
+    page: PathBuf,
+    dom: String,
+    console: Vec<String>,
+}
+
+/// Renders every page of `html` and checks it; the failures, one per problem.
+pub fn check_pages(html: &Path, screenshots: &Path) -> Result<Vec<String>> {
+    let _ = std::fs::remove_dir_all(screenshots);
+    std::fs::create_dir_all(screenshots)?;
+    let mut pages: Vec<PathBuf> = std::fs::read_dir(html)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "html"))
+        .filter(|p| p.file_name().is_some_and(|n| n != "404.html"))
+        .collect();
+    pages.sort();
+    ensure!(!pages.is_empty(), "no pages in {}", html.display());
+
+    let mut jobs = Vec::new();
+    for page in &pages {
+        let stem = page.file_stem().unwrap_or_default().to_string_lossy();
+        jobs.push(Job {
+            page: page.clone(),
+            suffix: String::new(),
+            screenshot: screenshots.join(format!("{stem}.png")),
+        });
+        // print.html repeats every chapter: its Go side adds nothing.
+        let html = std::fs::read_to_string(page)?;
+        if let Some(id) = first_go_pane(&html).filter(|_| stem != "print") {
+            jobs.push(Job {
+                page: page.clone(),
+                suffix: format!("?gosource=go#{id}"),
+                screenshot: screenshots.join(format!("{stem}-go.png")),
+            });
+        }
+    }
+    let count = jobs.len();
+    let queue = Mutex::new(jobs);
+    let results = Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for worker in 0..2 {
+            let (queue, results) = (&queue, &results);
+            scope.spawn(move || {
+                loop {
+                    let Some(job) = queue.lock().unwrap_or_else(|e| e.into_inner()).pop() else {
+                        break;
+                    };
+                    let rendered = render(&job, worker);
+                    results
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .push((job, rendered));
+                }
+            });
+        }
+    });
+    let mut results = results.into_inner().unwrap_or_else(|e| e.into_inner());
+    results.sort_by(|a, b| (&a.0.page, &a.0.suffix).cmp(&(&b.0.page, &b.0.suffix)));
+
+    let mut failures = Vec::new();
+    for (job, rendered) in results {
+        let name = format!(
+            "{}{}",
+            job.page.file_name().unwrap_or_default().to_string_lossy(),
+            job.suffix.split('#').next().unwrap_or_default()
+        );
+        let judged = rendered.and_then(|r| {
+            if job.suffix.is_empty() {
+                judge(&r)
+            } else {
+                judge_go_side(&r)
+            }
+        });
+        match judged {
+            Ok((summary, problems)) => {
+                println!("    {name}: {summary}");
+                failures.extend(problems.into_iter().map(|p| format!("{name}: {p}")));
+            }
+            Err(err) => failures.push(format!("{name}: {err:#}")),
+        }
+    }
+    println!(
+        "    {} pages, {count} renderings; screenshots in {}",
+        pages.len(),
+        screenshots.display()
+    );
+    Ok(failures)
+}
+
+/// The id of a page's first `{{#go}}` excerpt.
+fn first_go_pane(html: &str) -> Option<String> {
+    [
+        "<div class=\"gosource-tabs\" id=\"",
+        "<div class=\"gosource-single\" id=\"",
+    ]
+    .iter()
+    .filter_map(|open| {
+        let at = html.find(open)? + open.len();
+        Some((at, html[at..].split('"').next()?.to_string()))
+    })
+    .min()
+    .map(|(_, id)| id)
+}
+
+/// Opens `page` in headless Chromium; its DOM afterwards and its console.
+fn render(job: &Job, worker: usize) -> Result<Rendered> {
+    let profile = std::env::temp_dir().join(format!(
+        "book-check-chromium-{}-{worker}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&profile);
+    std::fs::create_dir_all(&profile)?;
+    let screenshot = &job.screenshot;
+    let url = job.url()?;
+    let output = Command::new("chromium")
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--hide-scrollbars",
+            "--virtual-time-budget=10000",
+            "--window-size=1280,2000",
+            "--enable-logging=stderr",
+            "--v=0",
+            "--dump-dom",
+        ])
+        .arg(format!("--screenshot={}", screenshot.display()))
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .arg(&url)
+        .stdin(Stdio::null())
+        .output()
+        .context("running chromium")?;
+    let _ = std::fs::remove_dir_all(&profile);
+    ensure!(
+        output.status.success(),
+        "chromium failed ({}): {}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+            .lines()
+            .last()
+            .unwrap_or_default()
+    );
+    ensure!(screenshot.is_file(), "chromium wrote no screenshot");
+    // [pid:tid:time:INFO:CONSOLE:12] "message", source: file:///…/step-5.html (12)
+    let console = String::from_utf8_lossy(&output.stderr)
+        .lines()
+        .filter_map(|l| l.split_once(":CONSOLE").map(|(_, m)| m))
+        .map(|m| m.split_once("] ").map_or(m, |(_, m)| m).to_string())
+        .collect();
+    Ok(Rendered {
+        page: job.page.clone(),
+        dom: String::from_utf8_lossy(&output.stdout).into_owned(),
+        console,
+    })
+}
+
+/// The page's summary line and its problems.
+fn judge(rendered: &Rendered) -> Result<(String, Vec<String>)> {
+    let source = std::fs::read_to_string(&rendered.page)?;
+    let dom = &rendered.dom;
+    let mut problems = Vec::new();
+    ensure!(dom.contains("</html>"), "chromium printed no DOM");
+
+    for message in &rendered.console {
+        problems.push(format!("console: {message}"));
+    }
+
+    // mermaid: every <pre class="mermaid"> became an SVG, and not mermaid's error picture.
+    let diagrams = source.matches("<pre class=\"mermaid\">").count();
+    let mut drawn = 0;
+    for (n, element) in elements(dom, "<pre class=\"mermaid\"", "</pre>")
+        .into_iter()
+        .enumerate()
+    {
+        let n = n + 1;
+        if !element.contains("<svg") {
+            problems.push(format!("mermaid diagram {n} was not rendered to an <svg>"));
+        } else if element.contains("aria-roledescription=\"error\"")
+            || element.contains("Syntax error in text")
+        {
+            problems.push(format!("mermaid diagram {n} has a syntax error"));
+        } else {
+            drawn += 1;
+        }
+    }
+    if drawn < diagrams && problems.iter().all(|p| !p.starts_with("mermaid")) {
+        problems.push(format!(
+            "{diagrams} mermaid diagrams in the page, {drawn} drawn (did mermaid.min.js load?)"
+        ));
+    }
+
+    // Highlighted code.
+    let code_blocks = source.matches("<pre><code class=\"language-").count();
+    let highlighted = dom.matches("hljs").count();
+    if code_blocks > 0 && highlighted == 0 {
+        problems.push(format!(
+            "{code_blocks} code blocks, none highlighted (did highlight.js run?)"
+        ));
+    }
+
+    // Go panes: highlighted Go and the license notice.
+    let panes = elements(dom, "<div class=\"gosource-pane gosource-pane-go\"", "</p>");
+    for (n, pane) in panes.iter().enumerate() {
+        let n = n + 1;
+        if !(pane.contains("language-go") && pane.contains("hljs")) {
+            problems.push(format!("Go pane {n} has no highlighted Go code"));
+        }
+        if !(pane.contains("gosource-notice") && pane.contains("Apache License")) {
+            problems.push(format!("Go pane {n} has no license notice"));
+        }
+    }
+    let numbered = dom.matches("class=\"gosource-numbered\"").count();
+    if numbered != panes.len() {
+        problems.push(format!(
+            "{} Go panes, {numbered} with line numbers (did gosource.js run?)",
+            panes.len()
+        ));
+    }
+    let tabs = dom.matches("<div class=\"gosource-tabs\"").count();
+
+    let mut summary = vec![format!("{drawn}/{diagrams} diagrams drawn as SVG")];
+    if !panes.is_empty() {
+        summary.push(format!("{} Go panes ({tabs} as Go/Rust tabs)", panes.len()));
+    }
+    summary.push(format!("{code_blocks} code blocks"));
+    summary.push(format!("{} console messages", rendered.console.len()));
+    Ok((summary.join(", "), problems))
+}
+
+/// The Go side of a page (in its iframe wrapper): no console message.
+fn judge_go_side(rendered: &Rendered) -> Result<(String, Vec<String>)> {
+    ensure!(rendered.dom.contains("<iframe"), "chromium printed no DOM");
+    let problems = rendered
+        .console
+        .iter()
+        .map(|m| format!("console: {m}"))
+        .collect();
+    Ok((
+        format!(
+            "Go tabs shown, scrolled to the first excerpt, {} console messages",
+            rendered.console.len()
+        ),
+        problems,
+    ))
+}
+
+/// The text of every element starting with `open` up to the next `close`.
+fn elements<'a>(dom: &'a str, open: &str, close: &str) -> Vec<&'a str> {
+    let mut found = Vec::new();
+    let mut rest = dom;
+    while let Some(at) = rest.find(open) {
+        let element = &rest[at..];
+        let end = element
+            .find(close)
+            .map_or(element.len(), |e| e + close.len());
+        found.push(&element[..end]);
+        rest = &element[end..];
+    }
+    found
+}
