@@ -186,9 +186,17 @@ async fn reconcile(widget: Arc<Widget>, client: Arc<Client>) -> Result<Action, E
     let generation = widget.metadata.generation;
     let size = widget.spec.size;
     let (status, reason, message) = if SIZES.contains(&size) {
-        ("True", "SizeInRange", format!("size {size} is within {SIZES:?}"))
+        (
+            "True",
+            "SizeInRange",
+            format!("size {size} is within {SIZES:?}"),
+        )
     } else {
-        ("False", "SizeOutOfRange", format!("size {size} is outside {SIZES:?}"))
+        (
+            "False",
+            "SizeOutOfRange",
+            format!("size {size} is outside {SIZES:?}"),
+        )
     };
 
     // lastTransitionTime is when `status` last *changed*: keep the old time
@@ -231,7 +239,11 @@ async fn reconcile(widget: Arc<Widget>, client: Arc<Client>) -> Result<Action, E
         },
     }));
     Api::<Widget>::namespaced((*client).clone(), &ns)
-        .patch_status(&widget.name_any(), &PatchParams::apply(MANAGER).force(), &patch)
+        .patch_status(
+            &widget.name_any(),
+            &PatchParams::apply(MANAGER).force(),
+            &patch,
+        )
         .await
         .map_err(|e| Error::WriteStatus(key.clone(), e))?;
     tracing::info!(

@@ -91,11 +91,12 @@ async fn main() -> anyhow::Result<()> {
     });
 
     // Go (controller-runtime): ctrl.NewControllerManagedBy(mgr).For(&Foo{}).Complete(r).
-    // The deletion of a Foo with our finalizer is an *update* (deletionTimestamp
-    // set), so this watch, which like Go's informers never hands deletes to
-    // reconcile, is enough to see it.
+    // Like controller-runtime, kube's Controller never reconciles a deleted
+    // object (it is gone by then). With our finalizer on it, a Foo being
+    // deleted first arrives as an *update* (deletionTimestamp set), which it does.
     tracing::info!("watching Foos in {}", args.namespace.describe());
-    Controller::new(args.namespace.api::<Foo>(&client), watcher::Config::default())
+    let foos = args.namespace.api::<Foo>(&client);
+    Controller::new(foos, watcher::Config::default())
         .shutdown_on_signal() // Go: signals.SetupSignalHandler
         .run(reconcile, error_policy, ctx)
         .for_each(|result| async move {
@@ -166,9 +167,7 @@ async fn cleanup(foo: &Foo, ctx: &Ctx) -> Result<Action, Error> {
             &Event {
                 type_: EventType::Normal,
                 reason: "CleanedUp".into(),
-                note: Some(format!(
-                    "Cleanup done; removing finalizer {FINALIZER}"
-                )),
+                note: Some(format!("Cleanup done; removing finalizer {FINALIZER}")),
                 action: "Cleanup".into(),
                 secondary: None,
             },

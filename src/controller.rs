@@ -503,16 +503,10 @@ mod tests {
         });
         let c = Arc::new(c);
         let foos = c.foos.clone();
-        workqueue::run(
-            foos,
-            queue,
-            2,
-            limiter.clone(),
-            |foo| {
-                let c = c.clone();
-                async move { c.sync_handler(&foo).await }
-            },
-        )
+        workqueue::run(foos, queue, 2, limiter.clone(), |foo| {
+            let c = c.clone();
+            async move { c.sync_handler(&foo).await }
+        })
         .await;
         api.await.unwrap();
         assert_eq!(
@@ -533,17 +527,11 @@ mod tests {
         let api = tokio::spawn(async move { server.expect_silence().await });
         let syncs = Arc::new(std::sync::atomic::AtomicU32::new(0));
         let counter = syncs.clone();
-        workqueue::run(
-            c.foos.clone(),
-            queue,
-            2,
-            limiter.clone(),
-            move |foo| {
-                counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                let c = c.clone();
-                async move { c.sync_handler(&foo).await }
-            },
-        )
+        workqueue::run(c.foos.clone(), queue, 2, limiter.clone(), move |foo| {
+            counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let c = c.clone();
+            async move { c.sync_handler(&foo).await }
+        })
         .await;
         api.await.unwrap();
         assert_eq!(syncs.load(std::sync::atomic::Ordering::SeqCst), 0);

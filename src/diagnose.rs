@@ -234,7 +234,8 @@ mod tests {
     #[test]
     fn a_fatal_error_prints_each_cause_once_and_no_backtrace() {
         let io = std::io::Error::new(std::io::ErrorKind::NotFound, "No such file or directory");
-        let read = anyhow::Error::new(io).context("failed to read kubeconfig: No such file or directory");
+        let read =
+            anyhow::Error::new(io).context("failed to read kubeconfig: No such file or directory");
         let err = Fatal::from(read.context("cannot read the kubeconfig /nonexistent"));
         assert_eq!(
             format!("{err:?}"),

@@ -320,9 +320,6 @@ mod tests {
             })
             .is_ok()
         );
-        assert_eq!(
-            on_foo(&Notification::Deleted(f)),
-            Err(Ignored::FooDeleted)
-        );
+        assert_eq!(on_foo(&Notification::Deleted(f)), Err(Ignored::FooDeleted));
     }
 }

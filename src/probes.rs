@@ -29,4 +29,3 @@ impl Probes {
         self.ready.load(Ordering::Acquire)
     }
 }
-

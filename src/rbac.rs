@@ -100,15 +100,14 @@ mod tests {
     /// `verb group resource[/subresource]` for every verb of the rules of
     /// the object `kind`/`name` in manifests/rbac.yaml.
     fn manifest(kind: &str, name: &str) -> BTreeSet<String> {
-        let text = std::fs::read_to_string(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/manifests/rbac.yaml"
-        ))
-        .unwrap();
+        let text =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/manifests/rbac.yaml"))
+                .unwrap();
         let mut found = None;
         for doc in serde_yaml::Deserializer::from_str(&text) {
             let value: serde_yaml::Value = serde::Deserialize::deserialize(doc).unwrap();
-            if value["kind"].as_str() == Some(kind) && value["metadata"]["name"].as_str() == Some(name)
+            if value["kind"].as_str() == Some(kind)
+                && value["metadata"]["name"].as_str() == Some(name)
             {
                 found = Some(value);
             }

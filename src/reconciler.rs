@@ -86,14 +86,31 @@ impl Context {
 /// it). The `Controller` already waits on the Foo store, and every reconcile
 /// would wait on the Deployment store; a lost wake-up left reconciles
 /// waiting forever, and a stop waiting for them.
-#[derive(Clone, Debug)]
-pub struct Synced(watch::Receiver<bool>);
+#[derive(Clone)]
+pub struct Synced {
+    flag: watch::Receiver<bool>,
+    stop: Option<Shutdown>,
+}
 
 impl Synced {
     /// A flag, not set, and the way to set it.
     pub fn new() -> (watch::Sender<bool>, Self) {
-        let (tx, rx) = watch::channel(false);
-        (tx, Synced(rx))
+        let (tx, flag) = watch::channel(false);
+        (tx, Synced { flag, stop: None })
+    }
+
+    /// The same flag, whose [`Synced::wait`] also gives up at `shutdown`
+    /// (a stopping Controller no longer fills its caches).
+    pub fn or_stop_on(self, shutdown: Shutdown) -> Self {
+        Synced {
+            stop: Some(shutdown),
+            ..self
+        }
+    }
+
+    /// Whether the cache is filled now.
+    pub fn is_set(&self) -> bool {
+        *self.flag.borrow()
     }
 
     /// A flag that is already set (for tests).
@@ -105,12 +122,42 @@ impl Synced {
 
     /// Waits until the cache is filled; fails if its watch stopped first.
     pub async fn wait(&self) -> Result<(), Error> {
-        let mut rx = self.0.clone();
-        rx.wait_for(|synced| *synced)
-            .await
-            .map(|_| ())
-            .map_err(|_| Error::CacheStopped)
+        let mut rx = self.flag.clone();
+        let filled = rx.wait_for(|synced| *synced);
+        let stopped = async {
+            match &self.stop {
+                Some(shutdown) => shutdown.clone().await,
+                None => future::pending().await,
+            }
+        };
+        tokio::select! {
+            filled = filled => filled.map(|_| ()).map_err(|_| Error::CacheStopped),
+            () = stopped => Err(Error::CacheStopped),
+        }
     }
+}
+
+/// Logs each watch error (the watcher retries it with its own backoff) and
+/// passes only events on. kube's Controller would otherwise pause all its
+/// triggers behind a backoff of its own after any watch error, so both
+/// watches recovered late from an API server restart.
+fn log_errors<K, S>(
+    events: S,
+    resource: &'static str,
+) -> impl Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send
+where
+    K: Send,
+    S: Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send,
+{
+    events.filter_map(move |event| {
+        future::ready(match event {
+            Ok(event) => Some(Ok(event)),
+            Err(err) => {
+                tracing::warn!("{}", explain_watch(&err, resource));
+                None
+            }
+        })
+    })
 }
 
 /// Passes a reflected watch through, holding each object of a (re)list
@@ -196,7 +243,8 @@ pub async fn run(
         .default_backoff()
         .modify(drop_managed_fields)
         .reflect(foo_writer);
-    let foo_triggers = mark_synced(after_relist(foo_events), foos_filled).applied_objects();
+    let foo_triggers =
+        mark_synced(after_relist(log_errors(foo_events, "foos")), foos_filled).applied_objects();
 
     // The Deployment cache, and a trigger per relevant Deployment change.
     let (deployment_cache, deployment_writer) = reflector::store();
@@ -206,18 +254,18 @@ pub async fn run(
         .modify(drop_managed_fields)
         .reflect(deployment_writer);
     let deployment_triggers = relevant_changes(mark_synced(
-        after_relist(deployment_events),
+        after_relist(log_errors(deployment_events, "deployments")),
         deployments_filled,
     ));
 
     let ctx = Arc::new(Context::new(
         client,
         deployment_cache,
-        deployments_synced.clone(),
+        deployments_synced.clone().or_stop_on(shutdown.clone()),
         probes,
     ));
     tokio::spawn(report_ready(
-        foos_synced,
+        foos_synced.clone(),
         deployments_synced,
         ctx.probes.clone(),
         workers,
@@ -227,16 +275,28 @@ pub async fn run(
     // Idiom: `owns` instead of Go's `handleObject`: a Deployment change
     // triggers every Foo in its ownerReferences (Go: only the one marked
     // controller), and a Foo no longer in the cache is simply not reconciled.
-    Controller::for_stream(foo_triggers, foo_cache)
+    let controller = Controller::for_stream(foo_triggers, foo_cache)
         .owns_stream(deployment_triggers)
         .with_config(controller::Config::default().concurrency(workers))
-        .graceful_shutdown_on(shutdown)
+        .graceful_shutdown_on(shutdown.clone())
         .run(reconcile, error_policy, ctx)
         .for_each(|result| {
             log_result(result);
             future::ready(())
-        })
-        .await;
+        });
+    // kube's Controller stops polling the watches once a shutdown begins, and
+    // its runner waits for the Foo cache: stopped before that cache filled,
+    // it would wait forever. Nothing can be reconciling then; stop at once.
+    let stopped_before_sync = async {
+        shutdown.await;
+        if foos_synced.is_set() {
+            future::pending::<()>().await;
+        }
+    };
+    tokio::select! {
+        () = controller => {}
+        () = stopped_before_sync => {}
+    }
     tracing::info!("Shutting down workers");
     Ok(())
 }
@@ -316,7 +376,10 @@ async fn sync(foo: &Foo, ctx: &Context) -> Result<(), Error> {
     let api: Api<Deployment> = Api::namespaced(ctx.client.clone(), &namespace);
     let desired = new_deployment(foo);
     let mut changed = false;
-    let deployment = match ctx.deployments.get(&ObjectRef::new(name).within(&namespace)) {
+    let deployment = match ctx
+        .deployments
+        .get(&ObjectRef::new(name).within(&namespace))
+    {
         Some(cached) => cached,
         None => {
             // A create, not an apply: an apply would merge into a Deployment
@@ -408,7 +471,11 @@ fn drifted(current: &Deployment, desired: &Deployment) -> bool {
 /// server-side apply of the status alone: no resourceVersion, so a stale
 /// cache cannot make it fail with 409 Conflict the way Go's PUT of the whole
 /// object can.
-async fn update_foo_status(ctx: &Context, foo: &Foo, deployment: &Deployment) -> Result<bool, Error> {
+async fn update_foo_status(
+    ctx: &Context,
+    foo: &Foo,
+    deployment: &Deployment,
+) -> Result<bool, Error> {
     let available = deployment
         .status
         .as_ref()
@@ -495,7 +562,10 @@ fn drop_managed_fields<K: Resource>(obj: &mut K) {
 /// Marks the process ready and logs `Starting workers` once both caches hold
 /// their first full list.
 async fn report_ready(foos: Synced, deployments: Synced, probes: Arc<Probes>, workers: u16) {
-    if future::try_join(foos.wait(), deployments.wait()).await.is_ok() {
+    if future::try_join(foos.wait(), deployments.wait())
+        .await
+        .is_ok()
+    {
         probes.set_ready(true);
         tracing::info!(workers, "Starting workers");
     }
@@ -503,9 +573,7 @@ async fn report_ready(foos: Synced, deployments: Synced, probes: Arc<Probes>, wo
 
 /// Logs what the controller reports for each reconcile and each watch error.
 /// Go: `utilruntime.HandleError` and the worker's log lines.
-fn log_result(
-    result: Result<(ObjectRef<Foo>, Action), controller::Error<Error, watcher::Error>>,
-) {
+fn log_result(result: Result<(ObjectRef<Foo>, Action), controller::Error<Error, watcher::Error>>) {
     match result {
         Ok((key, _)) => tracing::info!(objectRef = %key_string(&key), "Successfully synced"),
         // Logged with its retry delay by `error_policy`.
@@ -514,14 +582,7 @@ fn log_result(
         Err(controller::Error::ObjectNotFound(key)) => {
             tracing::debug!(objectRef = %key, "Foo no longer exists")
         }
-        Err(controller::Error::QueueError(err)) => {
-            let resource = if err.to_string().contains("deployments") {
-                "deployments"
-            } else {
-                "foos"
-            };
-            tracing::warn!("{}", explain_watch(&err, resource));
-        }
+        // Watch errors are logged, with their resource, by `log_errors`.
         Err(other) => tracing::warn!(error = %other, "controller error"),
     }
 }
@@ -575,14 +636,24 @@ mod tests {
         let old = stored(new_deployment(&foo("test", Some(1))), 0);
         let new = stored(new_deployment(&foo("test", Some(1))), 1);
         let events = futures::stream::iter(
-            [Init, InitApply(old), InitDone, Init, InitApply(new), InitDone].map(Ok),
+            [
+                Init,
+                InitApply(old),
+                InitDone,
+                Init,
+                InitApply(new),
+                InitDone,
+            ]
+            .map(Ok),
         );
         let reader = store.clone();
         let seen: Vec<_> = after_relist(events.reflect(writer))
-            .filter_map(|e| future::ready(match e {
-                Ok(InitApply(d)) => Some(d),
-                _ => None,
-            }))
+            .filter_map(|e| {
+                future::ready(match e {
+                    Ok(InitApply(d)) => Some(d),
+                    _ => None,
+                })
+            })
             .map(|d| {
                 // What a reconcile triggered now would read from the store.
                 let cached = reader.get(&ObjectRef::from(&d)).unwrap();
@@ -758,8 +829,16 @@ mod tests {
         scaled.spec.as_mut().unwrap().replicas = Some(5);
         assert!(drifted(&scaled, &desired));
         let mut image = desired.clone();
-        image.spec.as_mut().unwrap().template.spec.as_mut().unwrap().containers[0].image =
-            Some("nginx:1.27".into());
+        image
+            .spec
+            .as_mut()
+            .unwrap()
+            .template
+            .spec
+            .as_mut()
+            .unwrap()
+            .containers[0]
+            .image = Some("nginx:1.27".into());
         assert!(drifted(&image, &desired));
         let mut extra_label = desired.clone();
         extra_label
@@ -776,7 +855,10 @@ mod tests {
             .insert("team".into(), "blue".into());
         assert!(!drifted(&extra_label, &desired));
         let unset = new_deployment(&foo("test", None));
-        assert!(!drifted(&scaled, &unset), "no replicas in the Foo: any count is fine");
+        assert!(
+            !drifted(&scaled, &unset),
+            "no replicas in the Foo: any count is fine"
+        );
     }
 
     #[tokio::test]

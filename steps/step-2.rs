@@ -23,10 +23,10 @@ use futures::{Stream, StreamExt, future};
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
-use sample_controller::informer::watch_list;
 use kube::{Resource, ResourceExt};
 use sample_controller::config::{ClientFlags, NamespaceFlag, client_from_flags};
 use sample_controller::diagnose::{Fatal, explain_watch, preflight};
+use sample_controller::informer::watch_list;
 use sample_controller::{Foo, rbac, show, signals, telemetry};
 
 /// Fill a Foo cache and a Deployment cache, wait for both, and show them.

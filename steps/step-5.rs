@@ -18,8 +18,8 @@ use kube::api::PostParams;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Api, Client, ResourceExt};
 use sample_controller::config::{ClientFlags, NamespaceFlag, client_from_flags};
-use sample_controller::deployment::{is_controlled_by, new_deployment};
 use sample_controller::controller::{Error, FIELD_MANAGER};
+use sample_controller::deployment::{is_controlled_by, new_deployment};
 use sample_controller::diagnose::{Fatal, preflight};
 use sample_controller::handlers::start_informers;
 use sample_controller::workqueue;
@@ -53,7 +53,11 @@ async fn main() -> Result<(), Fatal> {
     preflight(&connection, &args.namespace, rbac::STEP_5).await?;
     let client = connection.client;
 
-    let informers = start_informers(args.namespace.api(&client), args.namespace.api(&client), None);
+    let informers = start_informers(
+        args.namespace.api(&client),
+        args.namespace.api(&client),
+        None,
+    );
     println!("Waiting for informer caches to sync");
     informers.wait_for_cache_sync().await?;
     println!("Starting {} workers", args.workers);
@@ -63,9 +67,13 @@ async fn main() -> Result<(), Fatal> {
         deployments: informers.deployments,
     });
     // The workers of step 4, now calling the real sync.
-    workqueue::run_until(informers.foos, informers.queue, shutdown, args.workers, |foo| {
-        sync_handler(foo, ctx.clone())
-    })
+    workqueue::run_until(
+        informers.foos,
+        informers.queue,
+        shutdown,
+        args.workers,
+        |foo| sync_handler(foo, ctx.clone()),
+    )
     .await;
     println!("Shutting down workers");
     Ok(())

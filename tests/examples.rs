@@ -12,7 +12,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use kube::ResourceExt;
-use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams};
+use kube::api::{
+    Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams,
+};
 use sample_controller::Foo;
 use serde_json::json;
 use support::*;
@@ -80,7 +82,11 @@ async fn a_foo_deleted_while_the_controller_is_down_waits_for_it_to_come_back() 
         .expect(&[&format!("{ns}/patient: cleaned up")])
         .await;
     eventually("patient gone", || async {
-        foos.get_opt("patient").await.unwrap().is_none().then_some(())
+        foos.get_opt("patient")
+            .await
+            .unwrap()
+            .is_none()
+            .then_some(())
     })
     .await;
     assert!(cleaned_up(&client, &ns, "patient").await);
@@ -240,7 +246,10 @@ async fn example_binary(name: &str) -> PathBuf {
 async fn has_our_finalizer(foos: &Api<Foo>, name: &str) {
     eventually(&format!("{name} has finalizer {FINALIZER}"), || async {
         let foo = foos.get(name).await.ok()?;
-        foo.finalizers().iter().any(|f| f == FINALIZER).then_some(())
+        foo.finalizers()
+            .iter()
+            .any(|f| f == FINALIZER)
+            .then_some(())
     })
     .await
 }

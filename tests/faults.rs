@@ -1,9 +1,17 @@
-//! The fault suite: step 7 against the real control plane while things go
-//! wrong. `cargo xtask faults` runs it and prints one line per fault.
+//! The fault suite: step 8 (the controller for a cluster) and step 7 (Go's
+//! program) against the real control plane while things go wrong.
+//! `cargo xtask faults` runs it and prints one line per fault and step.
 //!
-//! Every fault checks that step 7 converges (or refuses, for what must be
-//! refused), never panics, and changes nothing it does not own: each test
-//! namespace holds a Deployment no Foo names, compared before and after.
+//! Each fault is one test that runs its step 8 and step 7 variants side by
+//! side, each in its own namespace; every variant checks that its step
+//! converges (or refuses, for what must be refused), never panics, and
+//! changes nothing it does not own: each namespace holds a Deployment no Foo
+//! names, compared before and after.
+//!
+//! Where the two differ, so do the expectations: step 8 serves `/healthz`
+//! and `/metrics` and warns about missing RBAC; step 7 serves nothing (its
+//! failures are counted from its log), exits at start when RBAC is missing,
+//! and, like Go, replays every Foo to its workers every 30 s (the resync).
 
 mod support;
 
@@ -11,6 +19,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
+use futures::future::join_all;
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::ApiResource;
@@ -21,24 +30,65 @@ use support::proxy::{self, Action};
 use support::*;
 use testcluster::{ControlPlane, Options};
 
-/// A namespace for one fault, with a Deployment in it that no Foo names.
+/// The program under test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Bin {
+    /// Go's program: no HTTP server, no leader election, fatal preflight, 30 s resync.
+    Seven,
+    /// kube's Controller, with `/healthz`, `/metrics` and RBAC warnings.
+    Eight,
+}
+
+use Bin::{Eight, Seven};
+
+/// Both, in the order their report lines are printed.
+const BOTH: [Bin; 2] = [Eight, Seven];
+
+/// Step 7's resync period (steps/step-7.rs, Go's `time.Second*30`).
+const RESYNC: f64 = 30.0;
+
+impl Bin {
+    /// The Cargo binary.
+    fn name(self) -> &'static str {
+        match self {
+            Seven => "step-7",
+            Eight => "step-8",
+        }
+    }
+
+    /// For messages and report lines.
+    fn label(self) -> &'static str {
+        match self {
+            Seven => "step 7",
+            Eight => "step 8",
+        }
+    }
+}
+
+/// A namespace for one fault and one step, with a Deployment in it that no Foo names.
 struct Scene {
     client: Client,
     ns: String,
     bystander: serde_json::Value,
+    bin: Bin,
 }
 
 const BYSTANDER: &str = "bystander";
 
 impl Scene {
-    async fn new(client: &Client, prefix: &str) -> Scene {
-        let ns = namespace(client, prefix).await;
+    async fn new(client: &Client, fault: u32, bin: Bin) -> Scene {
+        let short = match bin {
+            Seven => "s7",
+            Eight => "s8",
+        };
+        let ns = namespace(client, &format!("fault{fault}-{short}")).await;
         let bystander =
             untouchable(&create_settled_foreign_deployment(client, &ns, BYSTANDER).await);
         Scene {
             client: client.clone(),
             ns,
             bystander,
+            bin,
         }
     }
 
@@ -48,12 +98,22 @@ impl Scene {
         let now = get_deployment(&self.client, &self.ns, BYSTANDER)
             .await
             .expect("bystander still exists");
-        assert_eq!(untouchable(&now), self.bystander, "bystander changed");
-        assert!(!output.contains("panicked"), "step 7 panicked:\n{output}");
+        assert_eq!(
+            untouchable(&now),
+            self.bystander,
+            "{}: bystander changed",
+            self.bin.label()
+        );
+        assert!(
+            !output.contains("panicked"),
+            "{} panicked:\n{output}",
+            self.bin.label()
+        );
     }
 
-    async fn until_converged(&self, foo: &str, deployment: &str, replicas: i32) {
-        eventually(&format!("{foo} converged at {replicas}"), || async {
+    /// Waits until `foo` converged, reading `step`'s output meanwhile.
+    async fn until_converged(&self, step: &mut Step, foo: &str, deployment: &str, replicas: i32) {
+        step.until(&format!("{foo} converged at {replicas}"), || async {
             converged(&self.client, &self.ns, foo, deployment, replicas)
                 .await
                 .then_some(())
@@ -61,16 +121,16 @@ impl Scene {
         .await;
     }
 
-    /// Starts step 7 on this namespace through `kubeconfig`, serving
-    /// `/metrics` on a free port, and waits until its workers run.
-    async fn start_step_7(&self, kubeconfig: &std::path::Path) -> (Step, u16) {
-        let port = free_port();
-        let mut step = Step::start(
-            "step-8",
-            kubeconfig,
-            Some(&self.ns),
-            &["--http-address", &format!("127.0.0.1:{port}")],
-        );
+    /// Starts the step on this namespace through `kubeconfig` and waits until
+    /// its workers run. Step 8 also serves `/metrics` on the port returned.
+    async fn start(&self, kubeconfig: &std::path::Path) -> (Step, Option<u16>) {
+        let port = (self.bin == Eight).then(free_port);
+        let address = port.map(|p| format!("127.0.0.1:{p}"));
+        let extra: Vec<&str> = match &address {
+            Some(address) => vec!["--http-address", address],
+            None => vec![],
+        };
+        let mut step = Step::start(self.bin.name(), kubeconfig, Some(&self.ns), &extra);
         step.expect(&["Starting workers"]).await;
         (step, port)
     }
@@ -89,11 +149,50 @@ impl Scene {
             .await
             .expect("patch Foo");
     }
+
+    /// The log lines of failed syncs of `foo` (both steps log
+    /// `Error syncing; requeuing for later retry objectRef=ns/name …`).
+    fn failed_syncs<'a>(&self, output: &'a str, foo: &str) -> Vec<&'a str> {
+        let key = format!("objectRef={}/{foo} ", self.ns);
+        output
+            .lines()
+            .filter(|l| l.contains("Error syncing") && l.contains(&key))
+            .collect()
+    }
+}
+
+/// The time (seconds since midnight) of step 7's "Waiting for informer
+/// caches to sync": its informers, and so their resync timers, start then.
+fn informers_started(step: &Step) -> f64 {
+    step.output
+        .iter()
+        .find(|l| l.contains("Waiting for informer caches to sync"))
+        .and_then(|l| line_time(l))
+        .expect("a timestamped \"Waiting for informer caches to sync\" line")
+}
+
+/// Whether `at` falls on one of step 7's resync ticks (every 30 s from
+/// `started`), within a second.
+fn on_a_resync_tick(at: f64, started: f64) -> bool {
+    let since = at - started;
+    let off = since - (since / RESYNC).round() * RESYNC;
+    since > RESYNC - 1.0 && off.abs() < 1.0
+}
+
+/// A `Duration`'s `Debug` text (`5ms`, `20.48s`) in seconds.
+fn debug_seconds(text: &str) -> Option<f64> {
+    for (unit, scale) in [("ns", 1e-9), ("µs", 1e-6), ("ms", 1e-3), ("s", 1.0)] {
+        if let Some(number) = text.strip_suffix(unit) {
+            return number.parse::<f64>().ok().map(|n| n * scale);
+        }
+    }
+    None
 }
 
 #[tokio::test]
-async fn fault_1_api_server_restart_step_7_stays_up_and_converges_foos_created_meanwhile() {
-    // Its own control plane: stopping kube-apiserver would disturb the other faults.
+async fn fault_1_api_server_restart_both_steps_stay_up_and_converge_foos_created_meanwhile() {
+    // Its own control plane: stopping kube-apiserver would disturb the other
+    // faults. Step 8 and step 7 live through the same restart.
     let mut cp = ControlPlane::start(Options::default())
         .await
         .expect("control plane");
@@ -104,64 +203,121 @@ async fn fault_1_api_server_restart_step_7_stays_up_and_converges_foos_created_m
     )
     .await
     .unwrap();
-    let scene = Scene::new(&client, "fault1").await;
-    let (mut step, port) = scene.start_step_7(cp.kubeconfig_path()).await;
-    let pid = step.pid();
-    create_foo(&client, &scene.ns, "before", "before-nginx", Some(1)).await;
-    scene.until_converged("before", "before-nginx", 1).await;
+    let mut scenes = Vec::new();
+    for bin in BOTH {
+        scenes.push(Scene::new(&client, 1, bin).await);
+    }
+    let mut running = join_all(scenes.iter().map(|s| s.start(cp.kubeconfig_path()))).await;
+    let pids: Vec<u32> = running.iter().map(|(step, _)| step.pid()).collect();
+    join_all(
+        scenes
+            .iter()
+            .zip(running.iter_mut())
+            .map(|(scene, (step, _))| async move {
+                create_foo(&scene.client, &scene.ns, "before", "before-nginx", Some(1)).await;
+                scene
+                    .until_converged(step, "before", "before-nginx", 1)
+                    .await;
+            }),
+    )
+    .await;
 
     cp.stop_apiserver().unwrap();
     let down = Instant::now();
     // Let the watches fail and back off while the API server is away.
-    step.drain_for(Duration::from_secs(5)).await;
-    let alive_while_down = http_get(port, "/healthz").await;
-    assert_eq!(alive_while_down.map(|(c, _)| c), Some(200));
-    assert!(
-        step.is_running(),
-        "step 7 exited while the API server was down"
-    );
+    join_all(
+        running
+            .iter_mut()
+            .map(|(step, _)| step.drain_for(Duration::from_secs(5))),
+    )
+    .await;
+    for (scene, (step, port)) in scenes.iter().zip(running.iter_mut()) {
+        if let Some(port) = port {
+            let alive_while_down = http_get(*port, "/healthz").await;
+            assert_eq!(
+                alive_while_down.map(|(c, _)| c),
+                Some(200),
+                "step 8 /healthz"
+            );
+        }
+        assert!(
+            step.is_running(),
+            "{} exited while the API server was down",
+            scene.bin.label()
+        );
+    }
     cp.start_apiserver().await.unwrap();
     let down_for = down.elapsed();
 
     let client = cp.client().await.unwrap();
-    let started = Instant::now();
-    create_foo(&client, &scene.ns, "during-1", "during-1-nginx", Some(2)).await;
-    create_foo(&client, &scene.ns, "during-2", "during-2-nginx", Some(1)).await;
-    scene.set_replicas("before", 3).await;
-    let scene = Scene { client, ..scene };
-    scene.until_converged("during-1", "during-1-nginx", 2).await;
-    scene.until_converged("during-2", "during-2-nginx", 1).await;
-    scene.until_converged("before", "before-nginx", 3).await;
-    let took = started.elapsed();
+    for scene in &mut scenes {
+        scene.client = client.clone();
+    }
+    let took = join_all(scenes.iter().zip(running.iter_mut()).map(
+        |(scene, (step, _))| async move {
+            let started = Instant::now();
+            let ns = &scene.ns;
+            create_foo(&scene.client, ns, "during-1", "during-1-nginx", Some(2)).await;
+            create_foo(&scene.client, ns, "during-2", "during-2-nginx", Some(1)).await;
+            scene.set_replicas("before", 3).await;
+            scene
+                .until_converged(step, "during-1", "during-1-nginx", 2)
+                .await;
+            scene
+                .until_converged(step, "during-2", "during-2-nginx", 1)
+                .await;
+            scene
+                .until_converged(step, "before", "before-nginx", 3)
+                .await;
+            started.elapsed()
+        },
+    ))
+    .await;
 
-    assert!(step.is_running(), "step 7 must not restart");
-    assert_eq!(step.pid(), pid);
-    let (status, output) = step.terminate().await;
-    assert!(status.success(), "{output}");
-    scene.assert_nothing_else_touched(&output).await;
-    report(
-        1,
-        &format!(
-            "kube-apiserver stopped for {:.1}s and restarted: step 7 stayed up (same PID, \
-             /healthz 200 while down); 2 Foos created and 1 scaled after the restart converged in {:.1}s",
-            down_for.as_secs_f64(),
-            took.as_secs_f64()
-        ),
-    );
+    let mut lines = Vec::new();
+    for (((scene, (mut step, port)), pid), took) in scenes.iter().zip(running).zip(pids).zip(took) {
+        let label = scene.bin.label();
+        assert!(step.is_running(), "{label} must not restart");
+        assert_eq!(step.pid(), pid, "{label}");
+        let (status, output) = step.terminate().await;
+        assert!(status.success(), "{label}:\n{output}");
+        scene.assert_nothing_else_touched(&output).await;
+        let healthz = if port.is_some() {
+            ", /healthz 200 while down"
+        } else {
+            ""
+        };
+        lines.push((
+            label,
+            format!(
+                "kube-apiserver stopped for {:.1}s and restarted: stayed up (same PID{healthz}); \
+                 2 Foos created and 1 scaled after the restart converged in {:.1}s",
+                down_for.as_secs_f64(),
+                took.as_secs_f64()
+            ),
+        ));
+    }
+    report_steps(1, &lines);
 }
 
-#[tokio::test]
-async fn fault_2_a_conflict_on_the_status_write_is_retried_until_it_converges() {
-    let (cp, client) = cluster().await;
-    let scene = Scene::new(&client, "fault2").await;
-    // The first two status writes answer 409, as a write from a stale copy
-    // does (the Foo changed between the controller's read and its write).
+/// Fault 2 for one step: the first two status writes of Foo `conflicted`
+/// answer 409 Conflict.
+async fn conflict_on_status_write(cp: &ControlPlane, client: &Client, bin: Bin) -> String {
+    let scene = Scene::new(client, 2, bin).await;
+    // Step 8 applies the status (PATCH), which carries no resourceVersion and
+    // so never conflicts by itself: the proxy stands in for a write that
+    // lost a race. Step 7 PUTs the cached Foo with its resourceVersion, as
+    // Go does: a 409 is exactly what a real write from a stale cache gets.
+    let method = match bin {
+        Eight => http::Method::PATCH,
+        Seven => http::Method::PUT,
+    };
     let injected = Arc::new(AtomicU32::new(0));
     let counter = injected.clone();
-    let rule: proxy::Rule = Arc::new(move |method, path| {
-        let status_write = *method == http::Method::PATCH
-            && path.contains("/foos/conflicted/status")
-            && counter.fetch_add(1, Ordering::SeqCst) < 2;
+    let path = format!("/namespaces/{}/foos/conflicted/status", scene.ns);
+    let rule: proxy::Rule = Arc::new(move |m, p| {
+        let status_write =
+            *m == method && p.contains(&path) && counter.fetch_add(1, Ordering::SeqCst) < 2;
         if status_write {
             Action::Reply(
                 http::StatusCode::CONFLICT,
@@ -177,153 +333,262 @@ async fn fault_2_a_conflict_on_the_status_write_is_retried_until_it_converges() 
         }
     });
     let proxy = proxy::start(client.clone(), cp.data_dir(), &scene.ns, rule).await;
-    let (mut step, port) = scene.start_step_7(&proxy.kubeconfig).await;
-    create_foo(
-        &client,
-        &scene.ns,
-        "conflicted",
-        "conflicted-nginx",
-        Some(1),
-    )
-    .await;
+    let (mut step, port) = scene.start(&proxy.kubeconfig).await;
+    create_foo(client, &scene.ns, "conflicted", "conflicted-nginx", Some(1)).await;
     step.expect(&["Error syncing", "the object has been modified"])
         .await;
     // And the Foo really does change meanwhile.
     scene.set_replicas("conflicted", 2).await;
     scene
-        .until_converged("conflicted", "conflicted-nginx", 2)
+        .until_converged(&mut step, "conflicted", "conflicted-nginx", 2)
         .await;
-    let failures = metric(
-        port,
-        "sample_controller_reconcile_failures_total{error=\"api\"}",
-    )
-    .await;
-    assert!(failures >= 2.0, "two failed syncs counted, got {failures}");
-    let (status, output) = step.terminate().await;
-    assert!(status.success(), "{output}");
-    scene.assert_nothing_else_touched(&output).await;
-    report(
-        2,
-        &format!(
-            "409 Conflict injected on the first 2 status writes (proxy in front of the API server) \
-             while the Foo was scaled 1→2: logged, retried ({failures} failed syncs in the metrics), converged at 2"
+    let counted = match port {
+        Some(port) => Some(
+            metric(
+                port,
+                "sample_controller_reconcile_failures_total{error=\"api\"}",
+            )
+            .await,
         ),
+        None => None,
+    };
+    let (status, output) = step.terminate().await;
+    assert!(status.success(), "{}:\n{output}", bin.label());
+    scene.assert_nothing_else_touched(&output).await;
+    let failures = scene.failed_syncs(&output, "conflicted");
+    let conflicts = failures
+        .iter()
+        .filter(|l| l.contains("the object has been modified"))
+        .count();
+    assert!(
+        conflicts >= 2,
+        "{}: the two injected conflicts each fail a sync, got {conflicts}:\n{output}",
+        bin.label()
     );
+    let written = injected.load(Ordering::SeqCst);
+    assert!(
+        written > 2,
+        "{}: status written after the conflicts",
+        bin.label()
+    );
+    match counted {
+        Some(counted) => {
+            assert_eq!(
+                counted as usize,
+                failures.len(),
+                "step 8: the failure metric agrees with the log:\n{output}"
+            );
+            format!(
+                "409 Conflict injected on the first 2 status applies (proxy in front of the API server) \
+                 while the Foo was scaled 1→2: logged, retried ({counted} failed syncs in the metrics), converged at 2"
+            )
+        }
+        None => format!(
+            "409 Conflict injected on the first 2 status PUTs (what a PUT from a stale cache gets) \
+             while the Foo was scaled 1→2: logged, retried ({} failed syncs in the log, {conflicts} of them \
+             conflicts), converged at 2",
+            failures.len()
+        ),
+    }
 }
 
 #[tokio::test]
-async fn fault_3_a_deleted_deployment_is_recreated() {
+async fn fault_2_a_conflict_on_the_status_write_is_retried_until_it_converges() {
     let (cp, client) = cluster().await;
-    let scene = Scene::new(&client, "fault3").await;
-    let mut step = Step::start("step-8", cp.kubeconfig_path(), Some(&scene.ns), &[]);
-    step.expect(&["Starting workers"]).await;
-    create_foo(&client, &scene.ns, "phoenix", "phoenix-nginx", Some(2)).await;
-    scene.until_converged("phoenix", "phoenix-nginx", 2).await;
-    let before = get_deployment(&client, &scene.ns, "phoenix-nginx")
+    let lines = join_all(BOTH.map(|bin| conflict_on_status_write(cp, &client, bin))).await;
+    report_steps(2, &labelled(lines));
+}
+
+/// The report lines of [`BOTH`], labelled.
+fn labelled(lines: Vec<String>) -> Vec<(&'static str, String)> {
+    BOTH.iter().map(|b| b.label()).zip(lines).collect()
+}
+
+/// Fault 3 for one step: the Foo's Deployment is deleted.
+async fn deleted_deployment(cp: &ControlPlane, client: &Client, bin: Bin) -> String {
+    let scene = Scene::new(client, 3, bin).await;
+    let (mut step, _) = scene.start(cp.kubeconfig_path()).await;
+    create_foo(client, &scene.ns, "phoenix", "phoenix-nginx", Some(2)).await;
+    scene
+        .until_converged(&mut step, "phoenix", "phoenix-nginx", 2)
+        .await;
+    let before = get_deployment(client, &scene.ns, "phoenix-nginx")
         .await
         .unwrap()
         .uid();
     let deployments: Api<Deployment> = Api::namespaced(client.clone(), &scene.ns);
     delete(&deployments, "phoenix-nginx").await;
     let deleted = Instant::now();
-    let after = eventually("a new phoenix-nginx", || async {
-        get_deployment(&client, &scene.ns, "phoenix-nginx")
-            .await
-            .and_then(|d| d.uid())
-            .filter(|uid| Some(uid) != before.as_ref())
-    })
-    .await;
+    let after = step
+        .until("a new phoenix-nginx", || async {
+            get_deployment(client, &scene.ns, "phoenix-nginx")
+                .await
+                .and_then(|d| d.uid())
+                .filter(|uid| Some(uid) != before.as_ref())
+        })
+        .await;
     let recreated = deleted.elapsed();
-    scene.until_converged("phoenix", "phoenix-nginx", 2).await;
+    scene
+        .until_converged(&mut step, "phoenix", "phoenix-nginx", 2)
+        .await;
     let (status, output) = step.terminate().await;
-    assert!(status.success(), "{output}");
+    assert!(status.success(), "{}:\n{output}", bin.label());
     scene.assert_nothing_else_touched(&output).await;
-    report(
-        3,
-        &format!(
-            "Deployment deleted: recreated (new UID {}) {:.2}s later, controlled by its Foo, 2/2 available again",
-            &after[..8],
-            recreated.as_secs_f64()
-        ),
+    format!(
+        "Deployment deleted: recreated (new UID {}) {:.2}s later, controlled by its Foo, 2/2 available again",
+        &after[..8],
+        recreated.as_secs_f64()
+    )
+}
+
+#[tokio::test]
+async fn fault_3_a_deleted_deployment_is_recreated() {
+    let (cp, client) = cluster().await;
+    let lines = join_all(BOTH.map(|bin| deleted_deployment(cp, &client, bin))).await;
+    report_steps(3, &labelled(lines));
+}
+
+/// One failed sync: when it was logged and the retry delay it announced.
+#[derive(Debug)]
+struct Try {
+    at: f64,
+    retry_in: f64,
+}
+
+/// Fault 4 for one step: the Foo names a Deployment someone else owns.
+async fn foreign_deployment(cp: &ControlPlane, client: &Client, bin: Bin) -> String {
+    let label = bin.label();
+    let scene = Scene::new(client, 4, bin).await;
+    let taken = untouchable(&create_settled_foreign_deployment(client, &scene.ns, "taken").await);
+    let (mut step, port) = scene.start(cp.kubeconfig_path()).await;
+    create_foo(client, &scene.ns, "squatted", "taken", Some(1)).await;
+    let window = Duration::from_secs(60);
+    step.drain_for(window).await;
+
+    let output = step.output.join("\n");
+    let tries: Vec<Try> = scene
+        .failed_syncs(&output, "squatted")
+        .into_iter()
+        .map(|l| Try {
+            at: line_time(l).expect("a timestamp"),
+            retry_in: l
+                .split("retry_in=")
+                .nth(1)
+                .and_then(|r| r.split_whitespace().next())
+                .and_then(debug_seconds)
+                .unwrap_or_else(|| panic!("no retry_in in {l:?}")),
+        })
+        .collect();
+    // Go's per-item backoff: 5 ms doubling; about 13 tries fit in a minute.
+    assert!(
+        (8..=20).contains(&tries.len()),
+        "{label}: {} failed syncs in {window:?} (expected a backoff, not a hot loop or a stall):\n{output}",
+        tries.len()
     );
+    // Each failure doubles the announced delay, from 5 ms (the token bucket,
+    // 50/s with a burst of 300, never decides here).
+    let delays: Vec<f64> = tries.iter().map(|t| t.retry_in).collect();
+    assert!((delays[0] - 0.005).abs() < 1e-9, "{label}: {delays:?}");
+    assert!(
+        delays.windows(2).all(|w| (w[1] / w[0] - 2.0).abs() < 1e-6),
+        "{label}: each failure doubles the delay: {delays:?}"
+    );
+    // No try comes later than its delay promised; a try that comes earlier
+    // was triggered by something other than the backoff.
+    let gaps: Vec<f64> = tries.windows(2).map(|w| w[1].at - w[0].at).collect();
+    let mut early = Vec::new();
+    for (i, &gap) in gaps.iter().enumerate() {
+        let (previous, next) = (&tries[i], &tries[i + 1]);
+        assert!(
+            gap <= previous.retry_in * 1.05 + 0.25,
+            "{label}: a retry {gap:.3}s after a failure that announced {:.3}s:\n{output}",
+            previous.retry_in
+        );
+        if gap < previous.retry_in * 0.9 - 0.05 {
+            early.push(next.at);
+        }
+    }
+    let late = &gaps[gaps.len() - 4..];
+    let extra = match bin {
+        Eight => {
+            // Nothing but the backoff retries the Foo: the gaps are the delays.
+            assert!(
+                early.is_empty(),
+                "step 8: tries before their backoff was over at {early:?}:\n{output}"
+            );
+            assert!(
+                late.windows(2).all(|w| w[1] > w[0] * 1.5),
+                "step 8: delays keep growing: {gaps:?}"
+            );
+            let counted = metric(
+                port.unwrap(),
+                "sample_controller_reconcile_failures_total{error=\"resource_exists\"}",
+            )
+            .await;
+            assert_eq!(
+                counted as usize,
+                tries.len(),
+                "step 8: metrics agree with the log"
+            );
+            String::new()
+        }
+        Seven => {
+            // Go's resync replays the Foo every 30 s and its handler enqueues
+            // it with Add, not AddRateLimited: the Foo is synced at once,
+            // whatever its backoff (which keeps doubling: the key is not
+            // forgotten). A minute holds one or two resyncs.
+            let started = informers_started(&step);
+            assert!(
+                (1..=2).contains(&early.len())
+                    && early.iter().all(|&at| on_a_resync_tick(at, started)),
+                "step 7: the only early tries are the 30 s resyncs (informers started at {started:.3}), \
+                 got {early:?}:\n{output}"
+            );
+            format!(
+                ", plus {} immediate tries at the 30 s resync (Go: the resync enqueues with Add)",
+                early.len()
+            )
+        }
+    };
+    let events = events_for(client, &scene.ns, "squatted").await;
+    assert!(
+        events.iter().any(|(t, r, n)| t == "Warning"
+            && r == "ErrResourceExists"
+            && n == r#"Resource "taken" already exists and is not managed by Foo"#),
+        "{label}: {events:?}"
+    );
+    let now = get_deployment(client, &scene.ns, "taken").await.unwrap();
+    assert_eq!(
+        untouchable(&now),
+        taken,
+        "{label}: the foreign Deployment was changed"
+    );
+    let (status, output) = step.terminate().await;
+    assert!(status.success(), "{label}:\n{output}");
+    scene.assert_nothing_else_touched(&output).await;
+    format!(
+        "foreign Deployment with the Foo's name: spec and metadata unchanged, Warning ErrResourceExists \
+         recorded, {} tries in {}s with delays doubling to {:.2}s (last gaps {:?}s){extra}",
+        tries.len(),
+        window.as_secs(),
+        delays.last().copied().unwrap_or(0.0),
+        late.iter()
+            .map(|g| (g * 100.0).round() / 100.0)
+            .collect::<Vec<_>>()
+    )
 }
 
 #[tokio::test]
 async fn fault_4_a_foreign_deployment_is_left_alone_and_retried_with_growing_delays() {
     let (cp, client) = cluster().await;
-    let scene = Scene::new(&client, "fault4").await;
-    let taken = untouchable(&create_settled_foreign_deployment(&client, &scene.ns, "taken").await);
-    let (mut step, port) = scene.start_step_7(cp.kubeconfig_path()).await;
-    create_foo(&client, &scene.ns, "squatted", "taken", Some(1)).await;
-    let window = Duration::from_secs(60);
-    step.drain_for(window).await;
-
-    let key = format!("objectRef={}/squatted", scene.ns);
-    let failures: Vec<f64> = step
-        .output
-        .iter()
-        .filter(|l| l.contains("Error syncing") && l.contains(&key))
-        .filter_map(|l| line_time(l))
-        .collect();
-    let gaps: Vec<f64> = failures.windows(2).map(|w| w[1] - w[0]).collect();
-    // Go's per-item backoff: 5 ms doubling; about 13 tries fit in a minute.
-    assert!(
-        (8..=20).contains(&failures.len()),
-        "{} failed syncs in {window:?} (expected a backoff, not a hot loop or a stall)",
-        failures.len()
-    );
-    let late = &gaps[gaps.len() - 4..];
-    assert!(
-        late.windows(2).all(|w| w[1] > w[0] * 1.5),
-        "delays keep growing: {gaps:?}"
-    );
-    let counted = metric(
-        port,
-        "sample_controller_reconcile_failures_total{error=\"resource_exists\"}",
-    )
-    .await;
-    assert_eq!(
-        counted as usize,
-        failures.len(),
-        "metrics agree with the log"
-    );
-    let events = events_for(&client, &scene.ns, "squatted").await;
-    assert!(
-        events.iter().any(|(t, r, n)| t == "Warning"
-            && r == "ErrResourceExists"
-            && n == r#"Resource "taken" already exists and is not managed by Foo"#),
-        "{events:?}"
-    );
-    let now = get_deployment(&client, &scene.ns, "taken").await.unwrap();
-    assert_eq!(
-        untouchable(&now),
-        taken,
-        "the foreign Deployment was changed"
-    );
-    let (status, output) = step.terminate().await;
-    assert!(status.success(), "{output}");
-    scene.assert_nothing_else_touched(&output).await;
-    report(
-        4,
-        &format!(
-            "foreign Deployment with the Foo's name: spec and metadata unchanged, Warning ErrResourceExists \
-             recorded, {} tries in {}s with delays growing to {:.1}s (last gaps {:?}s)",
-            failures.len(),
-            window.as_secs(),
-            gaps.last().copied().unwrap_or(0.0),
-            late.iter()
-                .map(|g| (g * 100.0).round() / 100.0)
-                .collect::<Vec<_>>()
-        ),
-    );
+    let lines = join_all(BOTH.map(|bin| foreign_deployment(cp, &client, bin))).await;
+    report_steps(4, &labelled(lines));
 }
 
-#[tokio::test]
-async fn fault_5_invalid_foos_are_rejected_by_the_api_server_and_never_reach_the_controller() {
-    let (cp, client) = cluster().await;
-    let scene = Scene::new(&client, "fault5").await;
-    let mut step = Step::start("step-8", cp.kubeconfig_path(), Some(&scene.ns), &[]);
-    step.expect(&["Starting workers"]).await;
+/// Fault 5 for one step: Foos the CRD's schema rejects.
+async fn invalid_foos(cp: &ControlPlane, client: &Client, bin: Bin) -> String {
+    let scene = Scene::new(client, 5, bin).await;
+    let (mut step, _) = scene.start(cp.kubeconfig_path()).await;
     let resource = ApiResource::erase::<Foo>(&());
     let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), &scene.ns, &resource);
     let mut messages = Vec::new();
@@ -349,63 +614,127 @@ async fn fault_5_invalid_foos_are_rejected_by_the_api_server_and_never_reach_the
         }
     }
     // A valid Foo after them is synced: the controller was listening.
-    create_foo(&client, &scene.ns, "valid", "valid-nginx", Some(1)).await;
-    scene.until_converged("valid", "valid-nginx", 1).await;
+    create_foo(client, &scene.ns, "valid", "valid-nginx", Some(1)).await;
+    scene
+        .until_converged(&mut step, "valid", "valid-nginx", 1)
+        .await;
     let (status, output) = step.terminate().await;
-    assert!(status.success(), "{output}");
+    assert!(status.success(), "{}:\n{output}", bin.label());
     for name in ["zero", "eleven", "text"] {
         assert!(
             !output.contains(&format!("{}/{name}", scene.ns)),
-            "the controller saw {name}"
+            "{} saw {name}",
+            bin.label()
         );
     }
     scene.assert_nothing_else_touched(&output).await;
-    report(
-        5,
-        &format!(
-            "replicas 0, 11 and \"two\" rejected with 422 ({}); the controller never logged them and synced a valid Foo",
-            messages.join(" | ")
-        ),
+    format!(
+        "replicas 0, 11 and \"two\" rejected with 422 ({}); the controller never logged them and synced a valid Foo",
+        messages.join(" | ")
+    )
+}
+
+#[tokio::test]
+async fn fault_5_invalid_foos_are_rejected_by_the_api_server_and_never_reach_the_controller() {
+    let (cp, client) = cluster().await;
+    let lines = join_all(BOTH.map(|bin| invalid_foos(cp, &client, bin))).await;
+    report_steps(5, &labelled(lines));
+}
+
+/// Fault 6 for one step: a Foo without `deploymentName`.
+async fn empty_deployment_name(cp: &ControlPlane, client: &Client, bin: Bin) -> String {
+    let label = bin.label();
+    let scene = Scene::new(client, 6, bin).await;
+    let (mut step, port) = scene.start(cp.kubeconfig_path()).await;
+    create_foo(client, &scene.ns, "nameless", "", Some(1)).await;
+    let missing = "Deployment name missing";
+    // Step 7 also logs it at each resync tick; those are counted apart.
+    let resync_ticks = |step: &Step| -> (usize, usize) {
+        let started = (bin == Seven).then(|| informers_started(step));
+        let times: Vec<f64> = step
+            .output
+            .iter()
+            .filter(|l| l.contains(missing))
+            .map(|l| line_time(l).expect("a timestamp"))
+            .collect();
+        let resyncs = times
+            .iter()
+            .filter(|&&t| started.is_some_and(|s| on_a_resync_tick(t, s)))
+            .count();
+        (times.len() - resyncs, resyncs)
+    };
+    step.expect(&[missing]).await;
+    step.drain_for(Duration::from_secs(10)).await;
+    assert_eq!(
+        resync_ticks(&step).0,
+        1,
+        "{label}: logged once, not retried"
     );
+    scene.set_replicas("nameless", 2).await;
+    step.expect(&[missing]).await;
+    step.drain_for(Duration::from_secs(10)).await;
+    assert_eq!(
+        resync_ticks(&step).0,
+        2,
+        "{label}: logged again only after the change"
+    );
+    assert!(step.is_running(), "{label}");
+    let extra = match (bin, port) {
+        (Eight, Some(port)) => {
+            let reconciles = metric(port, "sample_controller_reconciles_total").await;
+            let failures = metric(
+                port,
+                "sample_controller_reconcile_failures_total{error=\"api\"}",
+            )
+            .await;
+            assert_eq!((reconciles, failures), (2.0, 0.0), "step 8");
+            assert_eq!(resync_ticks(&step).1, 0);
+            "2 syncs and 0 failures in the metrics, no retry, still running".to_string()
+        }
+        _ => {
+            // Go's resync syncs the Foo again 30 s after the informers
+            // started: one more line, and still no retry in between.
+            let started = informers_started(&step);
+            step.expect(&[missing]).await;
+            step.drain_for(Duration::from_secs(2)).await;
+            assert_eq!(
+                resync_ticks(&step),
+                (2, 1),
+                "step 7: one line per change and one at the resync (informers started at {started:.3})"
+            );
+            "no retry, still running; logged once more at the 30 s resync, as Go does".to_string()
+        }
+    };
+    let (status, output) = step.terminate().await;
+    assert!(status.success(), "{label}:\n{output}");
+    assert!(
+        scene.failed_syncs(&output, "nameless").is_empty(),
+        "{label}: a Foo without a name is not retried:\n{output}"
+    );
+    if bin == Seven {
+        // Step 7 has no metrics: its sync log says the same as step 8's.
+        let synced = format!("Successfully synced objectRef={}/nameless", scene.ns);
+        assert_eq!(
+            output.lines().filter(|l| l.contains(&synced)).count(),
+            3,
+            "step 7: 3 syncs (2 changes, 1 resync), none failed:\n{output}"
+        );
+    }
+    scene.assert_nothing_else_touched(&output).await;
+    format!("empty deploymentName: one error line per change (2 over 20 s for 2 versions), {extra}")
 }
 
 #[tokio::test]
 async fn fault_6_an_empty_deployment_name_is_logged_once_per_change_without_retries() {
     let (cp, client) = cluster().await;
-    let scene = Scene::new(&client, "fault6").await;
-    let (mut step, port) = scene.start_step_7(cp.kubeconfig_path()).await;
-    create_foo(&client, &scene.ns, "nameless", "", Some(1)).await;
-    let missing = "Deployment name missing";
-    step.expect(&[missing]).await;
-    step.drain_for(Duration::from_secs(10)).await;
-    let count = |step: &Step| step.output.iter().filter(|l| l.contains(missing)).count();
-    assert_eq!(count(&step), 1, "logged once, not retried");
-    scene.set_replicas("nameless", 2).await;
-    step.expect(&[missing]).await;
-    step.drain_for(Duration::from_secs(10)).await;
-    assert_eq!(count(&step), 2, "logged again only after the change");
-    assert!(step.is_running());
-    let reconciles = metric(port, "sample_controller_reconciles_total").await;
-    let failures = metric(
-        port,
-        "sample_controller_reconcile_failures_total{error=\"api\"}",
-    )
-    .await;
-    assert_eq!((reconciles, failures), (2.0, 0.0));
-    let (status, output) = step.terminate().await;
-    assert!(status.success(), "{output}");
-    scene.assert_nothing_else_touched(&output).await;
-    report(
-        6,
-        "empty deploymentName: one error line per change (2 over 20 s for 2 versions), 2 syncs, \
-         0 failures, no retry, still running",
-    );
+    let lines = join_all(BOTH.map(|bin| empty_deployment_name(cp, &client, bin))).await;
+    report_steps(6, &labelled(lines));
 }
 
-#[tokio::test]
-async fn fault_7_sigterm_lets_syncs_in_flight_finish_and_exits_0_within_10_seconds() {
-    let (cp, client) = cluster().await;
-    let scene = Scene::new(&client, "fault7").await;
+/// Fault 7 for one step: SIGTERM while Deployment creations are in flight.
+async fn sigterm_mid_sync(cp: &ControlPlane, client: &Client, bin: Bin) -> String {
+    let label = bin.label();
+    let scene = Scene::new(client, 7, bin).await;
     // Slow Deployment creation down, so that syncs are surely in flight at SIGTERM.
     let rule: proxy::Rule = Arc::new(|method, path| {
         if *method == http::Method::POST && path.contains("/deployments") {
@@ -415,11 +744,10 @@ async fn fault_7_sigterm_lets_syncs_in_flight_finish_and_exits_0_within_10_secon
         }
     });
     let proxy = proxy::start(client.clone(), cp.data_dir(), &scene.ns, rule).await;
-    let mut step = Step::start("step-8", &proxy.kubeconfig, Some(&scene.ns), &[]);
-    step.expect(&["Starting workers"]).await;
+    let (mut step, _) = scene.start(&proxy.kubeconfig).await;
     for i in 0..6 {
         create_foo(
-            &client,
+            client,
             &scene.ns,
             &format!("busy-{i}"),
             &format!("busy-{i}-nginx"),
@@ -431,8 +759,11 @@ async fn fault_7_sigterm_lets_syncs_in_flight_finish_and_exits_0_within_10_secon
     let signalled = Instant::now();
     let (status, output) = step.terminate().await;
     let stopped_in = signalled.elapsed();
-    assert!(status.success(), "exit 0 on SIGTERM:\n{output}");
-    assert!(stopped_in < Duration::from_secs(10), "{stopped_in:?}");
+    assert!(status.success(), "{label}: exit 0 on SIGTERM:\n{output}");
+    assert!(
+        stopped_in < Duration::from_secs(10),
+        "{label}: {stopped_in:?}"
+    );
     let started: Vec<&str> = output
         .lines()
         .filter(|l| l.contains("Creating deployment"))
@@ -443,80 +774,101 @@ async fn fault_7_sigterm_lets_syncs_in_flight_finish_and_exits_0_within_10_secon
         let foo = deployment.trim_end_matches("-nginx");
         assert!(
             output.contains(&format!("Successfully synced objectRef={}/{foo}", scene.ns)),
-            "the sync of {foo} was cut short:\n{output}"
+            "{label}: the sync of {foo} was cut short:\n{output}"
         );
         assert!(
-            get_deployment(&client, &scene.ns, deployment)
+            get_deployment(client, &scene.ns, deployment)
                 .await
                 .is_some()
         );
     }
     scene.assert_nothing_else_touched(&output).await;
-    report(
-        7,
-        &format!(
-            "SIGTERM with {} syncs in flight (Deployment creation slowed to 2 s): all finished, \
-             exit 0 after {:.1}s",
-            started.len(),
-            stopped_in.as_secs_f64()
-        ),
-    );
+    format!(
+        "SIGTERM with {} syncs in flight (Deployment creation slowed to 2 s): all finished, \
+         exit 0 after {:.1}s",
+        started.len(),
+        stopped_in.as_secs_f64()
+    )
 }
 
 #[tokio::test]
-async fn fault_8_without_the_crd_step_7_exits_naming_the_install_command() {
+async fn fault_7_sigterm_lets_syncs_in_flight_finish_and_exits_0_within_10_seconds() {
+    let (cp, client) = cluster().await;
+    let lines = join_all(BOTH.map(|bin| sigterm_mid_sync(cp, &client, bin))).await;
+    report_steps(7, &labelled(lines));
+}
+
+#[tokio::test]
+async fn fault_8_without_the_crd_both_steps_exit_naming_the_install_command() {
     let cp = ControlPlane::start(Options::api_server_only())
         .await
         .expect("control plane");
-    let (status, output) = Step::start("step-8", cp.kubeconfig_path(), None, &[])
-        .wait()
-        .await;
-    assert_eq!(status.code(), Some(1), "{output}");
-    assert!(
-        output.contains("the Foo CRD (foos.samplecontroller.k8s.io) is not installed"),
-        "{output}"
-    );
-    assert!(
-        output.contains("kubectl apply -f manifests/crd.yaml"),
-        "{output}"
-    );
-    assert!(!output.contains("panicked"), "{output}");
-    let line = output
-        .lines()
-        .find(|l| l.contains("not installed"))
-        .unwrap_or_default()
-        .trim();
-    report(
-        8,
-        &format!(
-            "CRD missing at start: exit 1 at once (a Pod restarts until it is installed), saying {line:?}"
-        ),
-    );
+    let kubeconfig = cp.kubeconfig_path();
+    let runs = join_all(BOTH.map(|bin| async move {
+        let started = Instant::now();
+        let result = Step::start(bin.name(), kubeconfig, None, &[]).wait().await;
+        (result, started.elapsed())
+    }))
+    .await;
+    let mut lines = Vec::new();
+    for (bin, ((status, output), took)) in BOTH.into_iter().zip(runs) {
+        let label = bin.label();
+        assert_eq!(status.code(), Some(1), "{label}:\n{output}");
+        assert!(
+            output.contains("the Foo CRD (foos.samplecontroller.k8s.io) is not installed"),
+            "{label}:\n{output}"
+        );
+        assert!(
+            output.contains("kubectl apply -f manifests/crd.yaml"),
+            "{label}:\n{output}"
+        );
+        assert!(!output.contains("panicked"), "{label}:\n{output}");
+        let line = output
+            .lines()
+            .find(|l| l.contains("not installed"))
+            .unwrap_or_default()
+            .trim();
+        lines.push((
+            label,
+            format!(
+                "CRD missing at start: exit 1 after {:.1}s (a Pod restarts until it is installed), saying {line:?}",
+                took.as_secs_f64()
+            ),
+        ));
+    }
+    report_steps(8, &lines);
 }
 
-#[tokio::test]
-async fn fault_9_a_forbidden_verb_is_named_in_the_log_and_recovers_once_granted() {
-    let (cp, client) = cluster().await;
-    let scene = Scene::new(&client, "fault9").await;
+/// `rules` without `verb` on Deployments.
+fn without_deployment_verb(
+    rules: Vec<k8s_openapi::api::rbac::v1::PolicyRule>,
+    verb: &str,
+) -> Vec<k8s_openapi::api::rbac::v1::PolicyRule> {
+    rules
+        .into_iter()
+        .map(|mut rule| {
+            if rule.resources.as_deref() == Some(&["deployments".to_string()]) {
+                rule.verbs.retain(|v| v != verb);
+            }
+            rule
+        })
+        .collect()
+}
+
+/// Fault 9, step 8: without `create deployments` it warns, logs each
+/// forbidden sync, and converges once the verb is granted.
+async fn forbidden_verb_step_8(cp: &ControlPlane, client: &Client) -> String {
+    let scene = Scene::new(client, 9, Eight).await;
     let kubeconfig = cp
         .service_account_kubeconfig(&scene.ns, "controller")
         .await
         .unwrap();
+    // ClusterRole sample-controller (step 8's) from manifests/rbac.yaml.
     let (cluster_role, _) = manifest_roles();
     let all_rules = cluster_role.rules.unwrap();
-    // Everything from manifests/rbac.yaml except creating Deployments.
-    let without_create = all_rules
-        .iter()
-        .cloned()
-        .map(|mut rule| {
-            if rule.resources.as_deref() == Some(&["deployments".to_string()]) {
-                rule.verbs.retain(|v| v != "create");
-            }
-            rule
-        })
-        .collect();
+    let without_create = without_deployment_verb(all_rules.clone(), "create");
     grant(
-        &client,
+        client,
         &scene.ns,
         "controller",
         "controller",
@@ -527,7 +879,7 @@ async fn fault_9_a_forbidden_verb_is_named_in_the_log_and_recovers_once_granted(
     let mut step = Step::start("step-8", &kubeconfig, Some(&scene.ns), &[]);
     let warning = step.expect(&["RBAC denies", "create deployments"]).await;
     step.expect(&["Starting workers"]).await;
-    create_foo(&client, &scene.ns, "blocked", "blocked-nginx", Some(1)).await;
+    create_foo(client, &scene.ns, "blocked", "blocked-nginx", Some(1)).await;
     let forbidden = step
         .expect(&[
             "Error syncing",
@@ -540,12 +892,14 @@ async fn fault_9_a_forbidden_verb_is_named_in_the_log_and_recovers_once_granted(
         .await; // retried
     assert!(step.is_running());
 
-    grant(&client, &scene.ns, "controller", "controller", all_rules).await;
+    grant(client, &scene.ns, "controller", "controller", all_rules).await;
     let granted = Instant::now();
-    scene.until_converged("blocked", "blocked-nginx", 1).await;
+    scene
+        .until_converged(&mut step, "blocked", "blocked-nginx", 1)
+        .await;
     let recovered = granted.elapsed();
     let (status, output) = step.terminate().await;
-    assert!(status.success(), "{output}");
+    assert!(status.success(), "step 8:\n{output}");
     scene.assert_nothing_else_touched(&output).await;
     let why = forbidden
         .split("error=")
@@ -555,12 +909,74 @@ async fn fault_9_a_forbidden_verb_is_named_in_the_log_and_recovers_once_granted(
         .take(150)
         .collect::<String>();
     assert!(warning.contains("create deployments"), "{warning}");
-    report(
-        9,
-        &format!(
-            "RBAC without `create deployments`: warned at start, each sync logged {why:?}…, \
-             no crash; converged {:.1}s after the verb was granted",
-            recovered.as_secs_f64()
-        ),
+    format!(
+        "RBAC without `create deployments`: warned at start, each sync logged {why:?}…, \
+         no crash; converged {:.1}s after the verb was granted",
+        recovered.as_secs_f64()
+    )
+}
+
+/// Fault 9, step 7: without `create deployments` its preflight exits 1
+/// before any sync, naming the permission.
+async fn forbidden_verb_step_7(cp: &ControlPlane, client: &Client) -> String {
+    let scene = Scene::new(client, 9, Seven).await;
+    let kubeconfig = cp
+        .service_account_kubeconfig(&scene.ns, "controller")
+        .await
+        .unwrap();
+    let all_rules = manifest_cluster_role("sample-controller-step-7")
+        .rules
+        .unwrap();
+    let without_create = without_deployment_verb(all_rules, "create");
+    grant(
+        client,
+        &scene.ns,
+        "controller",
+        "controller",
+        without_create,
+    )
+    .await;
+    create_foo(client, &scene.ns, "blocked", "blocked-nginx", Some(1)).await;
+
+    let started = Instant::now();
+    let (status, output) = Step::start("step-7", &kubeconfig, Some(&scene.ns), &[])
+        .wait()
+        .await;
+    let took = started.elapsed();
+    assert_eq!(status.code(), Some(1), "step 7:\n{output}");
+    // src/diagnose.rs preflight: the scope, then one line per missing
+    // permission; only this one is missing.
+    let expected = format!(
+        "Error: RBAC forbids the user in your kubeconfig to do what this step needs in namespace {:?}:\n  \
+         - create deployments (API group \"apps\")\n\
+         Grant these (manifests/rbac.yaml has the controller's full list), or use a kubeconfig with more rights.",
+        scene.ns
     );
+    assert!(output.contains(&expected), "step 7:\n{output}");
+    assert!(
+        !output.contains("Starting workers"),
+        "step 7 started:\n{output}"
+    );
+    assert!(
+        get_deployment(client, &scene.ns, "blocked-nginx")
+            .await
+            .is_none()
+    );
+    scene.assert_nothing_else_touched(&output).await;
+    format!(
+        "RBAC without `create deployments`: exit 1 after {:.1}s, before any sync, saying {:?}",
+        took.as_secs_f64(),
+        expected.lines().take(2).collect::<Vec<_>>().join(" ")
+    )
+}
+
+#[tokio::test]
+async fn fault_9_a_forbidden_verb_is_warned_and_recovers_in_step_8_and_refused_at_start_in_step_7()
+{
+    let (cp, client) = cluster().await;
+    let (eight, seven) = tokio::join!(
+        forbidden_verb_step_8(cp, &client),
+        forbidden_verb_step_7(cp, &client)
+    );
+    report_steps(9, &[("step 8", eight), ("step 7", seven)]);
 }

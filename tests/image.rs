@@ -1,4 +1,4 @@
-//! End-to-end: the static musl build of step 7 (what the Dockerfile puts
+//! End-to-end: the static musl build of step 8 (what the Dockerfile puts
 //! in the image, built with the same command), run against the control
 //! plane with the arguments, environment, ServiceAccount and probes of
 //! manifests/controller.yaml and manifests/rbac.yaml.
@@ -12,10 +12,10 @@ use std::path::PathBuf;
 
 use support::*;
 
-/// Builds step 7 for x86_64-unknown-linux-musl exactly as the Dockerfile
+/// Builds step 8 for x86_64-unknown-linux-musl exactly as the Dockerfile
 /// does (in its own target directory, so it never waits on this test's
 /// cargo), and returns the binary's path.
-fn build_musl_step_7() -> PathBuf {
+fn build_musl_step_8() -> PathBuf {
     let target_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/musl");
     let status = std::process::Command::new(env!("CARGO"))
         .args([
@@ -25,7 +25,7 @@ fn build_musl_step_7() -> PathBuf {
             "--target",
             "x86_64-unknown-linux-musl",
             "--bin",
-            "step-7",
+            "step-8",
         ])
         .env("CARGO_TARGET_DIR", &target_dir)
         .current_dir(env!("CARGO_MANIFEST_DIR"))
@@ -35,7 +35,7 @@ fn build_musl_step_7() -> PathBuf {
         status.success(),
         "the musl build failed: it needs `rustup target add x86_64-unknown-linux-musl` and musl-gcc (Debian: musl-tools), which .ci/run installs"
     );
-    target_dir.join("x86_64-unknown-linux-musl/release/step-7")
+    target_dir.join("x86_64-unknown-linux-musl/release/step-8")
 }
 
 /// Whether an ELF file asks for a dynamic loader (has a PT_INTERP header).
@@ -53,7 +53,7 @@ fn has_interpreter(elf: &[u8]) -> bool {
 #[tokio::test]
 async fn the_static_musl_binary_runs_with_the_manifests_args_rbac_and_probes() {
     let (cp, client) = cluster().await;
-    let binary = build_musl_step_7();
+    let binary = build_musl_step_8();
     let bytes = std::fs::read(&binary).unwrap();
     assert!(
         !has_interpreter(&bytes),
@@ -108,7 +108,7 @@ async fn the_static_musl_binary_runs_with_the_manifests_args_rbac_and_probes() {
         ("POD_NAMESPACE", lease_ns),
         ("POD_NAME", "sample-controller-test-0"),
     ];
-    let mut step = Step::start_program_with_env("musl step-7", &binary, &args, &downward);
+    let mut step = Step::start_program_with_env("musl step-8", &binary, &args, &downward);
     step.expect(&["became leader", &format!("lease={lease_ns}/")])
         .await;
 
@@ -139,7 +139,7 @@ async fn the_static_musl_binary_runs_with_the_manifests_args_rbac_and_probes() {
         "rbac.yaml grants everything:\n{output}"
     );
     println!(
-        "static musl step-7 ({:.1} MiB) ran as {lease_ns}/{account} with {args:?}",
+        "static musl step-8 ({:.1} MiB) ran as {lease_ns}/{account} with {args:?}",
         bytes.len() as f64 / 1048576.0
     );
 }

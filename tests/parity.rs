@@ -187,10 +187,9 @@ async fn run(scenario: Scenario, implementation: Implementation) -> Snapshot {
             let exe = go_controller();
             Step::start_program("go", &exe, &[format!("-kubeconfig={kubeconfig}")])
         }
-        Implementation::Step7 | Implementation::Step8 => Step::start_with_args(
-            implementation.label(),
-            &["--kubeconfig".into(), kubeconfig],
-        ),
+        Implementation::Step7 | Implementation::Step8 => {
+            Step::start_with_args(implementation.label(), &["--kubeconfig".into(), kubeconfig])
+        }
     };
     controller.expect(&["Starting workers"]).await;
 
@@ -332,7 +331,10 @@ async fn operate(scenario: Scenario, client: &Client, ns: &str, cp: &mut Control
             // What `kubectl label`, `kubectl annotate` and `kubectl set image`
             // send, each under its own field manager.
             let edits = [
-                ("kubectl-label", json!({"metadata": {"labels": {"team": "blue"}}})),
+                (
+                    "kubectl-label",
+                    json!({"metadata": {"labels": {"team": "blue"}}}),
+                ),
                 (
                     "kubectl-annotate",
                     json!({"metadata": {"annotations": {"note": "hand-edited"}}}),

@@ -1,8 +1,10 @@
-//! End-to-end: step 7 as it runs in a cluster. Least-privilege RBAC proven
-//! verb by verb, leader election with two and three replicas, and the
-//! manifests accepted by the API server. (The static musl binary is tested in
-//! tests/image.rs, its own test binary, so that its release build never runs
-//! beside these tests' timings.)
+//! End-to-end: the controllers as they run in a cluster. Least-privilege
+//! RBAC proven verb by verb for step 8 (ClusterRole `sample-controller` and
+//! the leader-election Role) and for step 7 (ClusterRole
+//! `sample-controller-step-7`), leader election (step 8) with two and three
+//! replicas, and the manifests accepted by the API server. (The static musl
+//! binary is tested in tests/image.rs, its own test binary, so that its
+//! release build never runs beside these tests' timings.)
 
 mod support;
 
@@ -21,8 +23,9 @@ use serde_json::json;
 use support::proxy;
 use support::*;
 
-/// Held by the two tests that run many controllers or measure handovers,
-/// so that neither runs beside the other.
+/// Held by the tests that run many controllers (the two least-privilege
+/// tests) or measure handovers (the two leader tests), so that none runs
+/// beside another.
 static HEAVY: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// How long one stage of the flow may take before it counts as failed.
@@ -74,21 +77,34 @@ async fn synced_event(client: &Client, ns: &str, name: &str) -> Option<Event> {
         })
 }
 
-/// Runs the flow against a running step 7 with `--leader-elect`; returns the
-/// first stage that did not happen within [`STAGE`].
-async fn flow(client: &Client, ns: &str, step: &mut Step) -> Result<(), Stage> {
-    let ok = |done: bool, stage| if done { Ok(()) } else { Err(stage) };
-    ok(
-        step.line_within(&["became leader"], STAGE).await.is_some(),
-        Stage::BecomesLeader,
-    )?;
-    // The Foo comes after the initial lists, so only a watch can bring it.
+fn ok(done: bool, stage: Stage) -> Result<(), Stage> {
+    if done { Ok(()) } else { Err(stage) }
+}
+
+/// The start of the flow against a running step: the Lease (with
+/// `--leader-elect`), then synced caches. Returns the first stage that did
+/// not happen within [`STAGE`].
+async fn starts(step: &mut Step, leader: bool) -> Result<(), Stage> {
+    if leader {
+        ok(
+            step.line_within(&["became leader"], STAGE).await.is_some(),
+            Stage::BecomesLeader,
+        )?;
+    }
     ok(
         step.line_within(&["Starting workers"], STAGE)
             .await
             .is_some(),
         Stage::SyncsCaches,
-    )?;
+    )
+}
+
+/// The rest of the flow, once the caches are synced: a Foo is created, its
+/// Deployment and status follow, Events are recorded, the Foo is scaled and
+/// its deleted Deployment comes back. Returns the first stage that did not
+/// happen within [`STAGE`].
+async fn syncs_a_foo(client: &Client, ns: &str) -> Result<(), Stage> {
+    // The Foo comes after the initial lists, so only a watch can bring it.
     create_foo(client, ns, "app", "app-nginx", Some(1)).await;
     let foos: Api<Foo> = Api::namespaced(client.clone(), ns);
     let owned = || async {
@@ -109,8 +125,10 @@ async fn flow(client: &Client, ns: &str, step: &mut Step) -> Result<(), Stage> {
         within(|| async { synced_event(client, ns, "app").await.is_some() }).await,
         Stage::RecordsSyncedEvent,
     )?;
-    // Creating a Deployment takes several syncs (its status changes as Pods
-    // come up), each recording Synced again: a repeat patches the Event's series.
+    // Step 7 records Synced after every sync, like Go; step 8 only after a
+    // sync that changed something. Both record it at least twice here: when
+    // the Deployment is created (with status 0), and when its replica becomes
+    // available (status 0 → 1). A repeat patches the Event's series.
     let repeated = || async {
         synced_event(client, ns, "app")
             .await
@@ -139,16 +157,26 @@ async fn flow(client: &Client, ns: &str, step: &mut Step) -> Result<(), Stage> {
     ok(within(recreated).await, Stage::RecreatesDeployment)
 }
 
-/// Which stage fails without `verb` on `resource`, and why the controller
-/// needs it. A rule in manifests/rbac.yaml with no entry here fails the test.
-fn needed_for(resource: &str, verb: &str) -> Option<(Stage, &'static str)> {
+/// Why step 8 is granted `list`: the LIST then WATCH it falls back to.
+const LIST_FALLBACK: &str = "the initial LIST where the API server cannot stream it";
+
+/// Which stage of step 8 fails without `verb` on `resource`, and why step 8
+/// needs it. A rule of ClusterRole `sample-controller` or of the Lease Role
+/// with no entry here fails the test.
+fn step_8_needs(resource: &str, verb: &str) -> Option<(Stage, &'static str)> {
     use Stage::*;
     Some(match (resource, verb) {
-        ("foos", "list") => (SyncsCaches, "the Foo informer's list"),
-        ("foos", "watch") => (CreatesDeployment, "the Foo informer's watch"),
+        // Needed only where the API server cannot stream the initial list
+        // (its WatchList gate off): the fallback LISTs. A 1.36 server streams
+        // it, so here the flow passes without it; the next test proves it
+        // needed against a server without WatchList.
+        ("foos", "list") => (SyncsCaches, LIST_FALLBACK),
+        // Step 8's watchers use streaming lists: the initial list is itself a
+        // WATCH (sendInitialEvents), so without `watch` no cache ever syncs.
+        ("foos", "watch") => (SyncsCaches, "the Foo watch, initial list included"),
         ("foos/status", "patch") => (ReportsStatus, "the status write"),
-        ("deployments", "list") => (SyncsCaches, "the Deployment informer's list"),
-        ("deployments", "watch") => (ReportsStatus, "the Deployment informer's watch"),
+        ("deployments", "list") => (SyncsCaches, LIST_FALLBACK),
+        ("deployments", "watch") => (SyncsCaches, "the Deployment watch, initial list included"),
         ("deployments", "create") => (CreatesDeployment, "creating a Foo's Deployment"),
         ("deployments", "patch") => (Scales, "scaling a Foo's Deployment"),
         ("events", "create") => (RecordsSyncedEvent, "recording an Event"),
@@ -158,7 +186,53 @@ fn needed_for(resource: &str, verb: &str) -> Option<(Stage, &'static str)> {
     })
 }
 
-/// Every rule of manifests/rbac.yaml (ClusterRole and Role), one verb each.
+/// What step 7 does without `verb` on `resource`, and why it needs it. A rule
+/// of ClusterRole `sample-controller-step-7` with no entry here fails the test.
+fn step_7_needs(resource: &str, verb: &str) -> Option<(Without, &'static str)> {
+    use Stage::*;
+    use Without::*;
+    Some(match (resource, verb) {
+        // Its preflight checks the informers' verbs and exits (src/diagnose.rs).
+        ("foos", "list") => (RefusesToStart, "the Foo informer's list"),
+        ("foos", "watch") => (RefusesToStart, "the Foo informer's watch"),
+        ("deployments", "list") => (RefusesToStart, "the Deployment informer's list"),
+        ("deployments", "watch") => (RefusesToStart, "the Deployment informer's watch"),
+        // A write verb taken away once it runs stops the stage that needs it.
+        ("foos/status", "update") => (FailsAt(ReportsStatus), "the status PUT"),
+        ("deployments", "create") => (FailsAt(CreatesDeployment), "creating a Foo's Deployment"),
+        ("deployments", "update") => (FailsAt(Scales), "replacing a Foo's Deployment to scale it"),
+        ("events", "create") => (FailsAt(RecordsSyncedEvent), "recording an Event"),
+        ("events", "patch") => (FailsAt(CountsRepeatedEvents), "counting a repeated Event"),
+        _ => return None,
+    })
+}
+
+/// What step 7 does without a verb.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Without {
+    /// Its preflight exits 1 naming the permission.
+    RefusesToStart,
+    /// Revoked after `Starting workers`: the flow stops at this stage.
+    FailsAt(Stage),
+}
+
+/// Every (API group, resource, verb) of `rules`.
+fn verbs_of(rules: &[PolicyRule]) -> Vec<(String, String, String)> {
+    let mut verbs = Vec::new();
+    for rule in rules {
+        for group in rule.api_groups.iter().flatten() {
+            for resource in rule.resources.iter().flatten() {
+                for verb in &rule.verbs {
+                    verbs.push((group.clone(), resource.clone(), verb.clone()));
+                }
+            }
+        }
+    }
+    verbs
+}
+
+/// Every rule step 8 is granted in manifests/rbac.yaml (ClusterRole
+/// `sample-controller` and the Lease Role), one verb each.
 fn manifest_rules() -> Vec<PolicyRule> {
     let (cluster_role, role) = manifest_roles();
     let mut rules = cluster_role.rules.unwrap_or_default();
@@ -180,8 +254,9 @@ fn without(rules: &[PolicyRule], resource: &str, verb: &str) -> Vec<PolicyRule> 
         .collect()
 }
 
-/// Runs step 7 as a ServiceAccount granted `rules` in a fresh namespace,
-/// through the flow; returns the flow's result and step 7's output.
+/// Runs step 8 with `--leader-elect` as a ServiceAccount granted `rules` in
+/// a fresh namespace, through the flow; returns the flow's result and step
+/// 8's output.
 async fn run_as_service_account(
     label: String,
     rules: Vec<PolicyRule>,
@@ -194,28 +269,31 @@ async fn run_as_service_account(
         .unwrap();
     grant(&client, &ns, "controller", "controller", rules).await;
     let mut step = Step::start(
-        "step-7",
+        "step-8",
         &kubeconfig,
         Some(&ns),
         &["--leader-elect", "--leader-elect-namespace", &ns],
     );
-    let result = flow(&client, &ns, &mut step).await;
+    let result = match starts(&mut step, true).await {
+        Ok(()) => syncs_a_foo(&client, &ns).await,
+        Err(stage) => Err(stage),
+    };
     step.drain_for(Duration::from_secs(1)).await;
     let output = step.kill().await;
     (result, output)
 }
 
 #[tokio::test]
-async fn every_rule_in_manifests_rbac_is_needed_and_together_they_are_enough() {
+async fn step_8_every_rule_of_its_roles_in_manifests_rbac_is_needed_and_together_they_are_enough() {
     let _alone = HEAVY.lock().await;
     let rules = manifest_rules();
     let mut pairs = Vec::new();
     for rule in &rules {
         for resource in rule.resources.iter().flatten() {
             for verb in &rule.verbs {
-                let why = needed_for(resource, verb).unwrap_or_else(|| {
+                let why = step_8_needs(resource, verb).unwrap_or_else(|| {
                     panic!(
-                        "manifests/rbac.yaml grants `{verb} {resource}`, which no scenario needs"
+                        "manifests/rbac.yaml grants step 8 `{verb} {resource}`, which no scenario needs"
                     )
                 });
                 pairs.push((resource.clone(), verb.clone(), why));
@@ -231,39 +309,264 @@ async fn every_rule_in_manifests_rbac_is_needed_and_together_they_are_enough() {
     assert_eq!(
         all,
         Ok(()),
-        "manifests/rbac.yaml is enough for the whole flow:\n{all_output}"
+        "step 8: manifests/rbac.yaml is enough for the whole flow:\n{all_output}"
     );
+    // Every verb is tried before any verdict, so that a failure shows the
+    // whole table (and the output of each verb that did not behave).
     let mut table = Vec::new();
+    let mut wrong = Vec::new();
     for ((resource, verb, (stage, why)), (result, output)) in pairs.iter().zip(results) {
-        assert_eq!(
-            result,
-            Err(*stage),
-            "without `{verb} {resource}` ({why}) the flow should stop at {stage:?}:\n{output}"
-        );
         let named = output.lines().any(|l| {
             l.contains(&format!("cannot {verb} resource"))
                 && l.contains(resource.as_str())
                 && !l.contains("RBAC denies") // the start-up warning alone is not enough
         });
-        assert!(
-            named,
-            "the log names the forbidden `{verb} {resource}`:\n{output}"
-        );
+        let seen = match result {
+            Ok(()) => "the whole flow passes".to_string(),
+            Err(at) => format!("fails at {at:?}"),
+        };
+        let verdict = if *why == LIST_FALLBACK {
+            // Streamed here: not needed on this server (see the next test).
+            if result == Ok(()) {
+                "as expected (streamed: no LIST here)"
+            } else {
+                "WRONG: a 1.36 server streams the list"
+            }
+        } else if result == Err(*stage) && named {
+            "as expected"
+        } else if !named {
+            "WRONG: the log never names the forbidden request"
+        } else {
+            "WRONG"
+        };
         table.push(format!(
-            "  without {verb:>6} {resource:<12} → fails at {stage:?} ({why})"
+            "  without {verb:>6} {resource:<12} → {seen} (expected {stage:?}: {why}); {verdict}"
+        ));
+        if !verdict.starts_with("as expected") {
+            wrong.push(format!(
+                "--- without `{verb} {resource}`: {seen}, expected {stage:?}; output:\n{output}"
+            ));
+        }
+    }
+    let table = table.join("\n");
+    assert!(
+        wrong.is_empty(),
+        "step 8: not every rule is needed as the table says:\n{table}\n{}",
+        wrong.join("\n")
+    );
+    println!(
+        "step 8: every rule needed ({} verbs), all together enough:\n{table}",
+        pairs.len()
+    );
+}
+
+#[tokio::test]
+async fn step_8_needs_list_where_the_api_server_cannot_stream_the_initial_list() {
+    // Kubernetes 1.33 ships with the WatchList gate off: step 8 falls back to
+    // LIST then WATCH there (src/informer.rs), which needs `list`.
+    let cp = testcluster::ControlPlane::start(testcluster::Options {
+        apiserver_flags: vec!["--feature-gates=WatchList=false".into()],
+        ..testcluster::Options::api_server_only()
+    })
+    .await
+    .expect("control plane without WatchList");
+    let client = cp.client().await.unwrap();
+    testcluster::install_crd(
+        &client,
+        concat!(env!("CARGO_MANIFEST_DIR"), "/manifests/crd.yaml"),
+    )
+    .await
+    .unwrap();
+    let rules = manifest_rules();
+    for (label, rules, synced) in [
+        ("all", rules.clone(), true),
+        ("no-list-foos", without(&rules, "foos", "list"), false),
+        (
+            "no-list-deployments",
+            without(&rules, "deployments", "list"),
+            false,
+        ),
+    ] {
+        let ns = format!("nowatchlist-{label}");
+        testcluster::create_namespace(&client, &ns).await.unwrap();
+        let kubeconfig = cp
+            .service_account_kubeconfig(&ns, "controller")
+            .await
+            .unwrap();
+        grant(&client, &ns, "controller", "controller", rules).await;
+        let mut step = Step::start("step-8", &kubeconfig, Some(&ns), &[]);
+        let ready = step
+            .line_within(&["Starting workers"], Duration::from_secs(15))
+            .await
+            .is_some();
+        step.drain_for(Duration::from_millis(200)).await;
+        let output = step.kill().await;
+        assert_eq!(ready, synced, "{label}:\n{output}");
+        if !synced {
+            assert!(
+                output.contains("cannot list resource"),
+                "{label}: the forbidden LIST is named:\n{output}"
+            );
+        }
+    }
+}
+
+/// Step 7 as the ServiceAccount `controller` of a fresh namespace: returns
+/// the namespace, the admin client, and step 7 started with `rules`.
+async fn step_7_as_service_account(label: &str, rules: Vec<PolicyRule>) -> (String, Client, Step) {
+    let (cp, client) = cluster().await;
+    let ns = namespace(&client, label).await;
+    let kubeconfig = cp
+        .service_account_kubeconfig(&ns, "controller")
+        .await
+        .unwrap();
+    grant(&client, &ns, "controller", "controller", rules).await;
+    let step = Step::start("step-7", &kubeconfig, Some(&ns), &[]);
+    (ns, client, step)
+}
+
+/// Step 7 granted exactly `rules`, through the whole flow (no leader
+/// election: step 7 has none); returns the flow's result and the output.
+async fn step_7_flow(label: &str, rules: Vec<PolicyRule>) -> (Result<(), Stage>, String) {
+    let (ns, client, mut step) = step_7_as_service_account(label, rules).await;
+    let result = match starts(&mut step, false).await {
+        Ok(()) => syncs_a_foo(&client, &ns).await,
+        Err(stage) => Err(stage),
+    };
+    step.drain_for(Duration::from_secs(1)).await;
+    (result, step.kill().await)
+}
+
+/// Step 7 started with all of `rules`; once its workers run, `verb` on
+/// `group`/`resource` is revoked (the Role replaced without it) and the
+/// flow goes on. Returns the flow's result, whether step 7 was still
+/// running, and its output.
+async fn step_7_losing(
+    label: &str,
+    rules: &[PolicyRule],
+    (group, resource, verb): (&str, &str, &str),
+) -> (Result<(), Stage>, bool, String) {
+    let (ns, client, mut step) = step_7_as_service_account(label, rules.to_vec()).await;
+    if let Err(stage) = starts(&mut step, false).await {
+        return (Err(stage), step.is_running(), step.kill().await);
+    }
+    grant(
+        &client,
+        &ns,
+        "controller",
+        "controller",
+        without(rules, resource, verb),
+    )
+    .await;
+    let revoked = within(|| async {
+        !service_account_may(&client, &ns, "controller", verb, group, resource).await
+    })
+    .await;
+    assert!(
+        revoked,
+        "`{verb} {resource}` still allowed after the Role lost it"
+    );
+    let result = syncs_a_foo(&client, &ns).await;
+    step.drain_for(Duration::from_secs(1)).await;
+    let running = step.is_running();
+    (result, running, step.kill().await)
+}
+
+/// Step 7 started without `verb` on `group`/`resource`: returns its exit
+/// status and output, and the preflight's line for that permission
+/// (src/diagnose.rs: `verb resource (API group "group")`).
+async fn step_7_without(
+    label: &str,
+    rules: &[PolicyRule],
+    (group, resource, verb): (&str, &str, &str),
+) -> (std::process::ExitStatus, String, String) {
+    let (ns, _, step) = step_7_as_service_account(label, without(rules, resource, verb)).await;
+    let (status, output) = step.wait().await;
+    let expected = format!(
+        "RBAC forbids the user in your kubeconfig to do what this step needs in namespace {ns:?}:\n  \
+         - {verb} {resource} (API group {group:?})\nGrant these"
+    );
+    (status, output, expected)
+}
+
+#[tokio::test]
+async fn step_7_its_cluster_role_is_enough_and_every_rule_is_needed() {
+    let _alone = HEAVY.lock().await;
+    let rules = manifest_cluster_role("sample-controller-step-7")
+        .rules
+        .unwrap_or_default();
+    let verbs: Vec<_> = verbs_of(&rules)
+        .into_iter()
+        .map(|(group, resource, verb)| {
+            let need = step_7_needs(&resource, &verb).unwrap_or_else(|| {
+                panic!(
+                    "ClusterRole sample-controller-step-7 grants `{verb} {resource}`, which no scenario needs"
+                )
+            });
+            (group, resource, verb, need)
+        })
+        .collect();
+    let enough = step_7_flow("lp7-all", rules.clone());
+    let needed = futures::future::join_all(verbs.iter().map(|(group, resource, verb, (need, _))| {
+        let label = format!("lp7-{}-{verb}", resource.replace('/', "-"));
+        let rules = &rules;
+        async move {
+            let what = (group.as_str(), resource.as_str(), verb.as_str());
+            match need {
+                Without::RefusesToStart => {
+                    let (status, output, expected) = step_7_without(&label, rules, what).await;
+                    (status.code() == Some(1) && output.contains(&expected), output, expected)
+                }
+                Without::FailsAt(stage) => {
+                    let (result, running, output) = step_7_losing(&label, rules, what).await;
+                    assert_eq!(
+                        result,
+                        Err(*stage),
+                        "step 7: with `{verb} {resource}` revoked once its workers ran, the flow \
+                         should stop at {stage:?} (and every stage before pass):\n{output}"
+                    );
+                    assert!(running, "step 7 exited:\n{output}");
+                    // The request that needs it is refused, and the log says so.
+                    let forbidden = format!("cannot {verb} resource \"{resource}\"");
+                    let named = output
+                        .lines()
+                        .any(|l| l.contains(&forbidden) && l.contains("403"));
+                    (named, output, forbidden)
+                }
+            }
+        }
+    }));
+    let ((all, all_output), results) = tokio::join!(enough, needed);
+    assert_eq!(
+        all,
+        Ok(()),
+        "step 7: ClusterRole sample-controller-step-7 is enough for the whole flow:\n{all_output}"
+    );
+    let mut table = Vec::new();
+    for ((_, resource, verb, (need, why)), (shown, output, expected)) in verbs.iter().zip(results) {
+        assert!(
+            shown,
+            "step 7 without `{verb} {resource}` ({why}): expected {need:?} with {expected:?} in the log:\n{output}"
+        );
+        let what = match need {
+            Without::RefusesToStart => "exits 1 at start naming it".to_string(),
+            Without::FailsAt(stage) => format!("fails at {stage:?} with a 403 in the log"),
+        };
+        table.push(format!(
+            "  without {verb:>6} {resource:<12} → {what} ({why})"
         ));
     }
     println!(
-        "every rule needed ({} verbs), all together enough:\n{}",
-        pairs.len(),
+        "step 7: every rule needed ({} verbs), all together enough:\n{}",
+        verbs.len(),
         table.join("\n")
     );
 }
 
-/// Starts step 7 with leader election on a short lease in `ns`.
+/// Starts step 8 with leader election on a short lease in `ns`.
 fn replica(kubeconfig: &std::path::Path, ns: &str, identity: &str, port: u16) -> Step {
     Step::start(
-        "step-7",
+        "step-8",
         kubeconfig,
         Some(ns),
         &[

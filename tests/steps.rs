@@ -667,7 +667,10 @@ async fn step_8_applies_only_what_drifted_keeps_others_labels_and_is_silent_whil
     step.drain_for(Duration::from_millis(100)).await;
     assert_eq!(syncs(&step.output), reconciles, "no reconcile while idle");
     assert_eq!(synced_count(&client, &ns, "applied").await, events);
-    assert_eq!(foos.get("applied").await.unwrap().resource_version(), foo_rv);
+    assert_eq!(
+        foos.get("applied").await.unwrap().resource_version(),
+        foo_rv
+    );
     assert_eq!(
         deployments.get("applied").await.unwrap().resource_version(),
         deployment_rv
@@ -692,7 +695,11 @@ async fn step_8_started_beside_existing_foos_becomes_ready_and_stops_cleanly_eve
         let ready = step
             .line_within(&["Starting workers"], Duration::from_secs(20))
             .await;
-        assert!(ready.is_some(), "round {round}:\n{}", step.output.join("\n"));
+        assert!(
+            ready.is_some(),
+            "round {round}:\n{}",
+            step.output.join("\n")
+        );
         let (status, output) = tokio::time::timeout(Duration::from_secs(10), step.terminate())
             .await
             .unwrap_or_else(|_| panic!("round {round}: SIGTERM did not stop step 8"));

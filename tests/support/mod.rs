@@ -197,7 +197,7 @@ impl Step {
         let mut child = Command::new(path)
             .args(args)
             .envs(envs.iter().copied())
-            .env("RUST_LOG", std::env::var("TMP_STEP_LOG").unwrap_or("info".into()))
+            .env("RUST_LOG", "info")
             .env_remove("KUBECONFIG")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -315,10 +315,18 @@ impl Step {
 
     /// Waits for the process to exit by itself; returns its status and whole output.
     pub async fn wait(mut self) -> (ExitStatus, String) {
-        let status = tokio::time::timeout(WAIT, self.child.wait())
-            .await
-            .expect("step exits in time")
-            .expect("wait");
+        let status = match tokio::time::timeout(WAIT, self.child.wait()).await {
+            Ok(status) => status.expect("wait"),
+            Err(_) => {
+                // Show what it said meanwhile (a stop that hangs, say).
+                self.drain_for(Duration::from_millis(200)).await;
+                panic!(
+                    "{} did not exit within {WAIT:?}; output:\n{}",
+                    self.name,
+                    self.output.join("\n")
+                );
+            }
+        };
         while let Some(line) = self.lines.recv().await {
             println!("[{}] {line}", self.name);
             self.output.push(line);

@@ -85,7 +85,13 @@ pub async fn bench(args: BenchArgs) -> Result<()> {
     cargo(
         &root,
         &[
-            "build", "--release", "--quiet", "--bin", "step-7", "--bin", "step-8",
+            "build",
+            "--release",
+            "--quiet",
+            "--bin",
+            "step-7",
+            "--bin",
+            "step-8",
         ],
         None,
     )?;
@@ -173,7 +179,9 @@ async fn run(
 
     let rust_args = ["--kubeconfig".to_string(), kubeconfig.clone()];
     let mut controller = match subject {
-        Subject::Go => Some(start(&binaries.go, &[format!("-kubeconfig={kubeconfig}")], &log).await?),
+        Subject::Go => {
+            Some(start(&binaries.go, &[format!("-kubeconfig={kubeconfig}")], &log).await?)
+        }
         Subject::Step7 => Some(start(&binaries.step_7, &rust_args, &log).await?),
         Subject::Step8 => Some(start(&binaries.step_8, &rust_args, &log).await?),
         Subject::BareClient => None,
@@ -304,8 +312,12 @@ fn lines_of_code(root: &Path) -> Result<Vec<(&'static str, usize)>> {
 /// Lines of `src/workqueue.rs` between its rate-limiter anchors.
 fn rate_limiter_lines(root: &Path) -> Result<usize> {
     let text = std::fs::read_to_string(root.join("src/workqueue.rs"))?;
-    let start = text.find("// ANCHOR: item_backoff").context("item_backoff anchor")?;
-    let end = text.find("// ANCHOR_END: rate_limiter").context("rate_limiter anchor")?;
+    let start = text
+        .find("// ANCHOR: item_backoff")
+        .context("item_backoff anchor")?;
+    let end = text
+        .find("// ANCHOR_END: rate_limiter")
+        .context("rate_limiter anchor")?;
     Ok(text[start..end]
         .lines()
         .map(str::trim)
@@ -314,7 +326,11 @@ fn rate_limiter_lines(root: &Path) -> Result<usize> {
 }
 
 /// Starts a controller with its output in `log`, and waits until its workers run.
-async fn start(exe: &Path, args: &[String], log: &Path) -> Result<tokio::process::Child> {
+pub(crate) async fn start(
+    exe: &Path,
+    args: &[String],
+    log: &Path,
+) -> Result<tokio::process::Child> {
     let file = std::fs::File::create(log)?;
     let child = tokio::process::Command::new(exe)
         .args(args)
@@ -470,7 +486,7 @@ fn writes(counts: &BTreeMap<String, f64>) -> f64 {
 
 /// `apiserver_request_total` summed by `VERB resource[/subresource]`, for the
 /// resources a sample controller touches.
-async fn request_counts(client: &Client) -> Result<BTreeMap<String, f64>> {
+pub(crate) async fn request_counts(client: &Client) -> Result<BTreeMap<String, f64>> {
     let request = http::Request::get("/metrics").body(Vec::new())?;
     let text = client.request_text(request).await?;
     let mut counts = BTreeMap::new();
@@ -503,7 +519,10 @@ async fn request_counts(client: &Client) -> Result<BTreeMap<String, f64>> {
     Ok(counts)
 }
 
-fn diff(before: &BTreeMap<String, f64>, after: &BTreeMap<String, f64>) -> BTreeMap<String, f64> {
+pub(crate) fn diff(
+    before: &BTreeMap<String, f64>,
+    after: &BTreeMap<String, f64>,
+) -> BTreeMap<String, f64> {
     after
         .iter()
         .map(|(k, v)| (k.clone(), v - before.get(k).copied().unwrap_or(0.0)))
@@ -639,7 +658,10 @@ fn report(
             );
         }
     }
-    let _ = writeln!(out, "\nLines of code (non-blank, non-comment, without tests):");
+    let _ = writeln!(
+        out,
+        "\nLines of code (non-blank, non-comment, without tests):"
+    );
     for (what, count) in lines {
         let _ = writeln!(out, "- {what}: {count}");
     }

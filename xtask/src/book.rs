@@ -4,15 +4,19 @@
 //!   through a short scripted scenario, and write what it printed to
 //!   `book/src/outputs/*.txt`, the output blocks the chapters include (only
 //!   the files named, if any). "Running in a cluster" adds two replicas of
-//!   step 7 handing the leader Lease over, `/metrics`, missing RBAC, and the
+//!   step 8 handing the leader Lease over, `/metrics`, missing RBAC, and the
 //!   static musl binary.
 //! * `build`: `mdbook-mermaid install book` (regenerates the gitignored
 //!   mermaid JS), then `mdbook build book`.
 //! * `check`: source checks (every include and anchor resolves, every step has
-//!   a chapter that includes its code and its output, every Go link is pinned),
-//!   the build, a link check of the rendered HTML, and headless Chromium
-//!   confirming that a step chapter's mermaid diagram rendered. Installs
-//!   nothing: a missing tool is an error that names its install command.
+//!   a chapter that includes its code and its output, every Go link is pinned,
+//!   every Go excerpt and Go line link names what it shows: gosource.rs), the
+//!   build, a link check of the rendered HTML, and every page in headless
+//!   Chromium (diagrams drawn, silent console, Go panes; chromium.rs), with
+//!   screenshots in target/book-screenshots/. Installs nothing: a missing tool
+//!   is an error that names its install command.
+//! * `preprocess`, `go-link` (registered in main.rs, code in gosource.rs): the
+//!   mdBook preprocessor of `{{#go …}}`, and the pinned link of a Go declaration.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
@@ -23,8 +27,8 @@ use anyhow::{Context, Result, bail, ensure};
 use clap::Subcommand;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::events::v1::Event;
-use kube::Client;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::{Client, ResourceExt};
 use sample_controller::deployment::new_deployment;
 use sample_controller::{Foo, FooSpec, show};
 use serde_json::json;
@@ -152,10 +156,20 @@ fn require_tools(tools: &[(&str, &str)]) -> Result<()> {
 // check
 
 /// Every book check; fails with all problems listed, or names the install command of a missing tool.
+///
+/// A failed source check does not stop the build and the rendering: one run
+/// lists every problem.
 pub fn check() -> Result<()> {
     let book = book_dir();
     let src = book.join("src");
     let mut failures = Vec::new();
+    let fail = |failures: &[String]| -> Result<()> {
+        if failures.is_empty() {
+            Ok(())
+        } else {
+            bail!("book check failed:\n  - {}", failures.join("\n  - "))
+        }
+    };
 
     println!("==> book check: sources");
     let pages = markdown_pages(&src)?;
@@ -163,24 +177,32 @@ pub fn check() -> Result<()> {
     failures.extend(check_step_chapters(&src)?);
     failures.extend(check_go_links(&pages));
     failures.extend(check_summary(&src, &pages)?);
-    if !failures.is_empty() {
-        bail!("book check failed:\n  - {}", failures.join("\n  - "));
-    }
+    println!("==> book check: Go excerpts and Go line links against the pinned Go module");
+    failures.extend(crate::gosource::check(&pages)?);
 
     println!("==> book check: tools");
-    require_tools(&[MDBOOK, MDBOOK_MERMAID, MDBOOK_LINKCHECK2, ("chromium", "")])?;
+    let tools = require_tools(&[MDBOOK, MDBOOK_MERMAID, MDBOOK_LINKCHECK2, ("chromium", "")])
+        .and_then(|()| crate::gosource::check_preprocessor(&book));
+    if let Err(err) = tools {
+        failures.push(format!("{err:#}"));
+        return fail(&failures);
+    }
 
     println!("==> book check: mdbook build (html and linkcheck2)");
-    build()?;
+    if let Err(err) = build() {
+        failures.push(format!("{err:#}"));
+        return fail(&failures);
+    }
 
     println!("==> book check: links and anchors in the rendered HTML");
     failures.extend(check_rendered_links(&book.join("book/html"))?);
-    if !failures.is_empty() {
-        bail!("book check failed:\n  - {}", failures.join("\n  - "));
-    }
 
-    println!("==> book check: headless Chromium renders a step chapter's diagram");
-    check_in_chromium(&book.join("book/html/step-3.html"))?;
+    println!("==> book check: every page in headless Chromium (diagrams, console, Go panes)");
+    failures.extend(crate::chromium::check_pages(
+        &book.join("book/html"),
+        &crate::repo_root().join("target/book-screenshots"),
+    )?);
+    fail(&failures)?;
     println!("book check: all good");
     Ok(())
 }
@@ -292,11 +314,11 @@ fn anchor_name<'a>(line: &'a str, marker: &str) -> Option<&'a str> {
     (end > 0).then(|| &rest[..end])
 }
 
-/// Every step 1–7 has a chapter that includes code from its step file and its
+/// Every step 1–8 has a chapter that includes code from its step file and its
 /// captured output.
 fn check_step_chapters(src: &Path) -> Result<Vec<String>> {
     let mut failures = Vec::new();
-    for n in 1..=7 {
+    for n in 1..=8 {
         let chapter = src.join(format!("step-{n}.md"));
         let Ok(text) = std::fs::read_to_string(&chapter) else {
             failures.push(format!("step {n} has no chapter ({})", rel(&chapter)));
@@ -490,60 +512,6 @@ fn normalise(path: &Path) -> PathBuf {
     out
 }
 
-/// Opens `page` in headless Chromium, lets its scripts run, and checks the DOM:
-/// the mermaid diagram was replaced by an SVG, and highlighted Rust code is there.
-fn check_in_chromium(page: &Path) -> Result<()> {
-    ensure!(page.is_file(), "{} was not rendered", rel(page));
-    let profile = std::env::temp_dir().join(format!("book-check-chromium-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&profile);
-    std::fs::create_dir_all(&profile)?;
-    let url = format!("file://{}", page.display());
-    let output = Command::new("chromium")
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--virtual-time-budget=10000",
-            "--dump-dom",
-        ])
-        .arg(format!("--user-data-dir={}", profile.display()))
-        .arg(&url)
-        .stdin(Stdio::null())
-        .stderr(Stdio::null())
-        .output()
-        .context("running chromium")?;
-    let _ = std::fs::remove_dir_all(&profile);
-    ensure!(
-        output.status.success(),
-        "chromium failed ({})",
-        output.status
-    );
-    let dom = String::from_utf8_lossy(&output.stdout);
-    let diagram = dom
-        .find("class=\"mermaid\"")
-        .map(|at| &dom[at..dom.len().min(at + 4000)]);
-    ensure!(
-        diagram.is_some(),
-        "{url}: no mermaid diagram container in the DOM"
-    );
-    ensure!(
-        diagram.is_some_and(|d| d.contains("data-processed=\"true\"") && d.contains("<svg")),
-        "{url}: the mermaid diagram was not rendered to an <svg> (did mermaid.min.js load?)"
-    );
-    let code_blocks = dom.matches("<code class=\"language-rust").count();
-    ensure!(
-        code_blocks > 0 && dom.contains("hljs"),
-        "{url}: no highlighted Rust code blocks in the DOM"
-    );
-    println!("    {url}: diagram rendered as SVG, {code_blocks} Rust code blocks");
-    Ok(())
-}
-
 fn rel(path: &Path) -> String {
     let root = crate::repo_root();
     path.strip_prefix(&root)
@@ -560,6 +528,7 @@ const OUTPUT_FILES: &[&str] = &[
     "example-step4-backoff.txt",
     "crd-missing.txt",
     "protected-group.txt",
+    "watch-list.txt",
     "step-1.txt",
     "step-2.txt",
     "step-3.txt",
@@ -568,6 +537,8 @@ const OUTPUT_FILES: &[&str] = &[
     "step-6.txt",
     "step-7.txt",
     "step-7-events.txt",
+    "step-8.txt",
+    "step-8-events.txt",
     "rbac-forbidden.txt",
     "rbac-warnings.txt",
     "metrics.txt",
@@ -644,6 +615,9 @@ async fn outputs(only: &[String]) -> Result<()> {
         write(&out, "protected-group.txt", &env, lines)?;
     }
     testcluster::install_crd(&client, root.join("manifests/crd.yaml")).await?;
+    if wanted("watch-list.txt") {
+        write(&out, "watch-list.txt", &env, watch_list(&env, &cp).await?)?;
+    }
     if wanted("step-1.txt") {
         write(&out, "step-1.txt", &env, step_1(&env).await?)?;
     }
@@ -663,9 +637,14 @@ async fn outputs(only: &[String]) -> Result<()> {
         write(&out, "step-6.txt", &env, step_6(&env).await?)?;
     }
     if wanted("step-7.txt") || wanted("step-7-events.txt") {
-        let (step_7, events) = step_7(&env).await?;
+        let (step_7, events) = timed("step-7.txt", whole_controller(&env, "step-7")).await?;
         write(&out, "step-7.txt", &env, step_7)?;
         write(&out, "step-7-events.txt", &env, events)?;
+    }
+    if wanted("step-8.txt") || wanted("step-8-events.txt") {
+        let (step_8, events) = timed("step-8.txt", whole_controller(&env, "step-8")).await?;
+        write(&out, "step-8.txt", &env, step_8)?;
+        write(&out, "step-8-events.txt", &env, events)?;
     }
     if wanted("rbac-forbidden.txt") {
         let lines = rbac_forbidden(&env, &cp).await?;
@@ -873,12 +852,82 @@ impl Run {
     /// Sends SIGTERM, as Ctrl-C would send SIGINT, and waits for the exit.
     async fn terminate(mut self) -> Result<Vec<String>> {
         let pid = self.child.id().context("the step already exited")?;
-        self.note("SIGTERM (Ctrl-C sends SIGINT; both stop the step)")
+        self.note("Ctrl-C   # the capture sends SIGTERM, which stops a step the same way")
             .await;
         // SAFETY: kill(2) on the PID of the child we started, with a valid signal.
         unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) };
         self.wait().await
     }
+}
+
+/// The LIST and WATCH requests of Foos and Deployments that Go's
+/// sample-controller, step 7 and step 8 send while they start, each alone,
+/// from kube-apiserver's `apiserver_request_total` (a watch is counted when
+/// it ends, so each program is stopped before the count).
+async fn watch_list(env: &Env, cp: &ControlPlane) -> Result<Vec<String>> {
+    let go = testcluster::binaries::ensure(testcluster::Binary::SampleController)?;
+    let kubeconfig = env.kubeconfig.display().to_string();
+    let programs = [
+        (
+            "Go sample-controller v0.36.3",
+            go,
+            vec![format!("-kubeconfig={kubeconfig}")],
+        ),
+        (
+            "step-7",
+            env.bin.join("step-7"),
+            vec!["--kubeconfig".into(), kubeconfig.clone()],
+        ),
+        (
+            "step-8",
+            env.bin.join("step-8"),
+            vec!["--kubeconfig".into(), kubeconfig.clone()],
+        ),
+    ];
+    let mut lines = vec![
+        "$ kubectl get --raw /metrics | grep apiserver_request_total   # before and after each program; LIST and WATCH of foos and deployments".to_string(),
+    ];
+    for (name, exe, args) in programs {
+        let before = crate::bench::request_counts(&env.client).await?;
+        let log = cp
+            .log_dir()
+            .join(format!("watch-list-{}.log", name.replace(' ', "-")));
+        let mut child = crate::bench::start(&exe, &args, &log).await?;
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        if let Some(pid) = child.id() {
+            // SAFETY: kill(2) on the PID of the child we started, with a valid signal.
+            unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) };
+        }
+        tokio::time::timeout(Duration::from_secs(15), child.wait())
+            .await
+            .context("a program did not stop on SIGTERM")??;
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let after = crate::bench::request_counts(&env.client).await?;
+        let counts = crate::bench::diff(&before, &after);
+        let of = |resource: &str| {
+            let verbs: Vec<String> = ["LIST", "WATCH"]
+                .iter()
+                .filter_map(|verb| {
+                    let n = counts.get(&format!("{verb} {resource}"))?;
+                    Some(format!("{verb} {n}"))
+                })
+                .collect();
+            format!("{resource}: {}", verbs.join(", "))
+        };
+        lines.push(format!(
+            "{name:<30} {:<24} {}",
+            of("foos"),
+            of("deployments")
+        ));
+    }
+    Ok(lines)
+}
+
+/// The `kubectl` command that creates the Foo [`create_foo`] creates.
+fn create_foo_command(ns: &str, name: &str, deployment: &str, replicas: i32) -> String {
+    format!(
+        r#"kubectl -n {ns} create -f - <<<'{{"apiVersion": "samplecontroller.k8s.io/v1alpha1", "kind": "Foo", "metadata": {{"name": "{name}"}}, "spec": {{"deploymentName": "{deployment}", "replicas": {replicas}}}}}'"#
+    )
 }
 
 async fn create_foo(
@@ -889,10 +938,8 @@ async fn create_foo(
     deployment: &str,
     replicas: i32,
 ) -> Result<Foo> {
-    run.note(format!(
-        "kubectl -n {ns} create foo {name}: deploymentName {deployment}, replicas {replicas}"
-    ))
-    .await;
+    run.note(create_foo_command(ns, name, deployment, replicas))
+        .await;
     let foo = Foo::new(
         name,
         FooSpec {
@@ -930,7 +977,7 @@ async fn create_foreign_deployment(
 ) -> Result<()> {
     if let Some(run) = run {
         run.note(format!(
-            "kubectl -n {ns} create deployment {name} --image nginx:latest   (no owner)"
+            "kubectl -n {ns} create deployment {name} --image nginx:latest   # no owner"
         ))
         .await;
     }
@@ -944,8 +991,9 @@ async fn patch_replicas<K>(run: &mut Run, api: &Api<K>, kind: &str, name: &str, 
 where
     K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
 {
+    let ns = api.namespace().unwrap_or("default");
     run.note(format!(
-        "kubectl patch {kind} {name} --type merge -p '{{\"spec\":{{\"replicas\":{n}}}}}'"
+        "kubectl -n {ns} patch {kind} {name} --type merge -p '{{\"spec\":{{\"replicas\":{n}}}}}'"
     ))
     .await;
     Ok(api
@@ -961,7 +1009,9 @@ async fn delete<K>(run: &mut Run, api: &Api<K>, kind: &str, name: &str) -> Resul
 where
     K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
 {
-    run.note(format!("kubectl delete {kind} {name}")).await;
+    let ns = api.namespace().unwrap_or("default");
+    run.note(format!("kubectl -n {ns} delete {kind} {name}"))
+        .await;
     api.delete(name, &DeleteParams::default()).await?;
     Ok(())
 }
@@ -1023,7 +1073,7 @@ async fn protected_group(client: &Client) -> Result<Vec<String>> {
         ..PostParams::default()
     };
     let mut lines = vec![
-        "$ kubectl apply --dry-run=server -f crd-without-annotation.yaml   (manifests/crd.yaml minus the annotation)".to_string(),
+        "$ kubectl apply --dry-run=server -f crd-without-annotation.yaml   # manifests/crd.yaml minus the annotation".to_string(),
     ];
     match api.create(&params, &crd).await {
         Ok(_) => bail!("the API server accepted a *.k8s.io CRD without the approval annotation"),
@@ -1053,11 +1103,17 @@ async fn step_1(env: &Env) -> Result<Vec<String>> {
     foos.create(&PostParams::default(), &foo).await?;
     create_foreign_deployment(None, &env.client, ns, "plain-deployment").await?;
     let mut run = Run::start(env, "step-1", ns, &[])?;
-    run.transcript.insert(
-        0,
-        format!(
-            ">>> (before: kubectl -n {ns} create foo example-foo; kubectl -n {ns} create deployment plain-deployment)"
-        ),
+    run.transcript.splice(
+        0..0,
+        [
+            format!(
+                ">>> {}   # before the step starts",
+                create_foo_command(ns, "example-foo", "example-foo", 1)
+            ),
+            format!(
+                ">>> kubectl -n {ns} create deployment plain-deployment --image nginx:latest   # no owner"
+            ),
+        ],
     );
     run.wait().await
 }
@@ -1088,7 +1144,7 @@ async fn step_3(env: &Env) -> Result<Vec<String>> {
     run.expect(&["Foo updated"]).await?;
     drop(foo);
     run.note(format!(
-        "kubectl -n {ns} create deployment watched-nginx   (controlled by Foo watched, as step 5 would create it)"
+        "kubectl -n {ns} create deployment watched-nginx --image nginx:latest   # the capture creates it as step 5 would: controlled by Foo watched"
     )).await;
     Api::<Deployment>::namespaced(env.client.clone(), ns)
         .create(&PostParams::default(), &new_deployment(&updated))
@@ -1096,7 +1152,7 @@ async fn step_3(env: &Env) -> Result<Vec<String>> {
     run.expect(&["Deployment added"]).await?;
     create_foreign_deployment(Some(&mut run), &env.client, ns, "unowned").await?;
     run.expect(&["Deployment added", "unowned"]).await?;
-    run.note("(waiting for the 10 s resync)").await;
+    run.note("sleep 10   # the resync period").await;
     run.expect(&["same resourceVersion"]).await?;
     run.drain_for(Duration::from_millis(500)).await;
     let deployments: Api<Deployment> = Api::namespaced(env.client.clone(), ns);
@@ -1118,7 +1174,7 @@ async fn step_4(env: &Env) -> Result<Vec<String>> {
     run.drain_for(Duration::from_millis(500)).await;
     let foos: Api<Foo> = Api::namespaced(env.client.clone(), ns);
     run.note(format!(
-        "kubectl -n {ns} label foo flaky round=1   (a change: synced again, without failures now)"
+        "kubectl -n {ns} label foo flaky round=1   # a change: synced again, without failures now"
     ))
     .await;
     foos.patch(
@@ -1139,7 +1195,7 @@ async fn step_5(env: &Env) -> Result<Vec<String>> {
     let mut run = Run::start(env, "step-5", ns, &[])?;
     run.transcript.insert(
         0,
-        format!(">>> (before: kubectl -n {ns} create deployment taken --image nginx:latest   (no owner))"),
+        format!(">>> kubectl -n {ns} create deployment taken --image nginx:latest   # before the step starts; no owner"),
     );
     run.expect(&["Starting 2 workers"]).await?;
     create_foo(&mut run, &env.client, ns, "web", "web-nginx", 2).await?;
@@ -1184,14 +1240,21 @@ async fn step_6(env: &Env) -> Result<Vec<String>> {
     run.terminate().await
 }
 
-async fn step_7(env: &Env) -> Result<(Vec<String>, Vec<String>)> {
-    let ns = "book-step7";
+/// Steps 7 and 8 through one scenario, so that their chapters can be read
+/// side by side: a Foo that syncs and one whose Deployment name is taken;
+/// others label the owned Deployment and change its image; the Foo scales;
+/// nothing happens for longer than Go's 30 s resync period; the Foo is
+/// deleted. Returns the transcript and the Events listed after the step
+/// exited, so that their counts are those of the whole transcript.
+async fn whole_controller(env: &Env, bin: &str) -> Result<(Vec<String>, Vec<String>)> {
+    let ns = format!("book-{}", bin.replace('-', ""));
+    let ns = ns.as_str();
     testcluster::create_namespace(&env.client, ns).await?;
     create_foreign_deployment(None, &env.client, ns, "occupied").await?;
-    let mut run = Run::start(env, "step-7", ns, &[])?;
+    let mut run = Run::start(env, bin, ns, &[])?;
     run.transcript.insert(
         0,
-        format!(">>> (before: kubectl -n {ns} create deployment occupied --image nginx:latest   (no owner))"),
+        format!(">>> kubectl -n {ns} create deployment occupied --image nginx:latest   # before the step starts; no owner"),
     );
     run.expect(&["Starting workers"]).await?;
     create_foo(&mut run, &env.client, ns, "good", "good-nginx", 1).await?;
@@ -1199,54 +1262,50 @@ async fn step_7(env: &Env) -> Result<(Vec<String>, Vec<String>)> {
     create_foo(&mut run, &env.client, ns, "blocked", "occupied", 1).await?;
     run.expect(&["Error syncing", "blocked"]).await?;
     let foos: Api<Foo> = Api::namespaced(env.client.clone(), ns);
-    eventually("1 available replica in good's status", || {
+    let available = |want: i32| {
         let foos = foos.clone();
-        async move { (foos.get("good").await.ok()?.status?.available_replicas == 1).then_some(()) }
-    })
-    .await?;
+        async move { (foos.get("good").await.ok()?.status?.available_replicas == want).then_some(()) }
+    };
+    eventually("1 available replica in good's status", || available(1)).await?;
     run.drain_for(Duration::from_secs(1)).await;
     kubectl_get(&mut run, &env.client, ns).await?;
 
-    // The Events, as `kubectl get events.events.k8s.io` would list them.
-    let events: Api<Event> = Api::namespaced(env.client.clone(), ns);
-    let mut rows: Vec<Vec<String>> = events
-        .list(&ListParams::default())
-        .await?
-        .items
-        .into_iter()
-        .filter(|e| e.reporting_controller.as_deref() == Some("sample-controller"))
-        .map(|e| {
-            let regarding = e.regarding.unwrap_or_default();
-            let count = e.series.map_or(1, |s| s.count);
-            vec![
-                e.type_.unwrap_or_default(),
-                e.reason.unwrap_or_default(),
-                format!(
-                    "{}/{}",
-                    regarding.kind.unwrap_or_default().to_lowercase(),
-                    regarding.name.unwrap_or_default()
-                ),
-                e.action.unwrap_or_default(),
-                count.to_string(),
-                e.note.unwrap_or_default(),
-            ]
-        })
-        .collect();
-    rows.sort();
-    let mut events_out = vec![format!(
-        "$ kubectl -n {ns} get events.events.k8s.io   (reporting controller sample-controller; columns as listed by the book's xtask)"
-    )];
-    events_out.extend(
-        show::table(
-            &["TYPE", "REASON", "OBJECT", "ACTION", "COUNT", "NOTE"],
-            &rows,
-        )
-        .lines()
-        .map(str::to_string),
-    );
+    // Others edit the Deployment good owns, each under its own field manager,
+    // with what `kubectl label` and `kubectl set image` send.
+    let deployments: Api<Deployment> = Api::namespaced(env.client.clone(), ns);
+    let edits = [
+        (
+            format!("kubectl -n {ns} label deployment good-nginx team=blue"),
+            "kubectl-label",
+            Patch::Merge(json!({"metadata": {"labels": {"team": "blue"}}})),
+        ),
+        (
+            format!("kubectl -n {ns} set image deployment/good-nginx nginx=nginx:1.27"),
+            "kubectl-set",
+            Patch::Strategic(json!({"spec": {"template": {"spec": {"containers": [
+                {"name": "nginx", "image": "nginx:1.27"}]}}}})),
+        ),
+    ];
+    for (command, manager, patch) in edits {
+        run.note(command).await;
+        let params = PatchParams {
+            field_manager: Some(manager.into()),
+            ..PatchParams::default()
+        };
+        deployments.patch("good-nginx", &params, &patch).await?;
+    }
+    run.drain_for(Duration::from_secs(2)).await;
+    deployment_state(&mut run, &deployments, "good-nginx").await?;
+    patch_replicas(&mut run, &foos, "foo", "good", 2).await?;
+    eventually("2 available replicas in good's status", || available(2)).await?;
+    run.drain_for(Duration::from_secs(1)).await;
+    deployment_state(&mut run, &deployments, "good-nginx").await?;
+
+    run.note("sleep 35   # nothing changes, for longer than Go's 30 s resync period")
+        .await;
+    run.drain_for(Duration::from_secs(35)).await;
 
     delete(&mut run, &foos, "foo", "good").await?;
-    let deployments: Api<Deployment> = Api::namespaced(env.client.clone(), ns);
     eventually("good-nginx garbage-collected", || {
         let deployments = deployments.clone();
         async move {
@@ -1259,21 +1318,95 @@ async fn step_7(env: &Env) -> Result<(Vec<String>, Vec<String>)> {
         }
     })
     .await?;
-    run.note("(good-nginx is gone: the garbage collector deleted it with its owner)")
-        .await;
+    run.note(format!(
+        "kubectl -n {ns} get deployment good-nginx   # NotFound: the garbage collector deleted it with its owner"
+    ))
+    .await;
     run.drain_for(Duration::from_secs(1)).await;
-    Ok((run.terminate().await?, events_out))
+    let transcript = run.terminate().await?;
+    Ok((transcript, events_table(&env.client, ns).await?))
+}
+
+/// `kubectl get deployment NAME` with the fields others edit in the scenario
+/// of [`whole_controller`]: replicas, image, the label `team`.
+async fn deployment_state(run: &mut Run, deployments: &Api<Deployment>, name: &str) -> Result<()> {
+    let d = deployments.get(name).await?;
+    let ns = deployments.namespace().unwrap_or_default();
+    run.note(format!(
+        "kubectl -n {ns} get deployment {name} -o custom-columns=NAME:.metadata.name,REPLICAS:.spec.replicas,IMAGE:.spec.template.spec.containers[0].image,TEAM:.metadata.labels.team"
+    ))
+    .await;
+    let spec = d.spec.as_ref();
+    let image = spec
+        .and_then(|s| s.template.spec.as_ref())
+        .and_then(|p| p.containers.first())
+        .and_then(|c| c.image.clone());
+    let row = vec![
+        d.name_any(),
+        spec.and_then(|s| s.replicas)
+            .map_or("<none>".into(), |r| r.to_string()),
+        image.unwrap_or_else(|| "<none>".into()),
+        d.labels()
+            .get("team")
+            .cloned()
+            .unwrap_or_else(|| "<none>".into()),
+    ];
+    run.transcript.extend(
+        show::table(&["NAME", "REPLICAS", "IMAGE", "TEAM"], &[row])
+            .lines()
+            .map(str::to_string),
+    );
+    Ok(())
+}
+
+/// The Events sample-controller recorded in `ns`, as the `$` line lists them.
+async fn events_table(client: &Client, ns: &str) -> Result<Vec<String>> {
+    let events: Api<Event> = Api::namespaced(client.clone(), ns);
+    let params = ListParams::default().fields("reportingController=sample-controller");
+    let mut items = events.list(&params).await?.items;
+    items.sort_by_key(|e| {
+        let regarding = e.regarding.as_ref().and_then(|r| r.name.clone());
+        (
+            regarding,
+            e.metadata.creation_timestamp.clone().map(|t| t.0),
+        )
+    });
+    let rows: Vec<Vec<String>> = items
+        .into_iter()
+        .map(|e| {
+            vec![
+                e.type_.unwrap_or_default(),
+                e.reason.unwrap_or_default(),
+                e.regarding.and_then(|r| r.name).unwrap_or_default(),
+                e.action.unwrap_or_default(),
+                e.series.map_or("<none>".into(), |s| s.count.to_string()),
+                e.note.unwrap_or_default(),
+            ]
+        })
+        .collect();
+    let mut lines = vec![format!(
+        "$ kubectl -n {ns} get events.events.k8s.io --field-selector reportingController=sample-controller --sort-by .regarding.name -o custom-columns=TYPE:.type,REASON:.reason,REGARDING:.regarding.name,ACTION:.action,COUNT:.series.count,NOTE:.note"
+    )];
+    lines.extend(
+        show::table(
+            &["TYPE", "REASON", "REGARDING", "ACTION", "COUNT", "NOTE"],
+            &rows,
+        )
+        .lines()
+        .map(str::to_string),
+    );
+    Ok(lines)
 }
 
 /// Step 6 as a ServiceAccount that RBAC grants nothing: the preflight message
-/// of steps 1–6, which exit (step 7 warns instead: [`rbac_warnings`]).
+/// of steps 1–7, which exit (step 8 warns instead: [`rbac_warnings`]).
 async fn rbac_forbidden(env: &Env, cp: &ControlPlane) -> Result<Vec<String>> {
     let ns = "book-rbac";
     testcluster::create_namespace(&env.client, ns).await?;
     let path = cp.service_account_kubeconfig(ns, "controller").await?;
     let mut run = Run::start_with(env, &path, "step-6", ns, &[])?;
     run.transcript[0] = format!(
-        "$ cargo run --bin step-6 -- --namespace {ns}   (as ServiceAccount {ns}/controller, no RoleBinding)"
+        "$ cargo run --bin step-6 -- --kubeconfig sa.kubeconfig --namespace {ns}   # a token of ServiceAccount {ns}/controller, which no RoleBinding names"
     );
     run.wait().await
 }
@@ -1308,49 +1441,60 @@ fn port_free(port: u16) -> Result<()> {
         .map(drop)
         .with_context(|| {
             format!(
-                "127.0.0.1:{port} is in use; the book's transcripts serve step 7's endpoints there"
+                "127.0.0.1:{port} is in use; the book's transcripts serve step 8's endpoints there"
             )
         })
 }
 
-/// The value of metric `name` (labels included) on `port`'s `/metrics`, 0 if absent.
-async fn metric(port: u16, name: &str) -> Result<String> {
-    let (_, text) = testcluster::http_get(port, "/metrics").await?;
-    Ok(text
-        .lines()
-        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
-        .unwrap_or("0")
-        .to_string())
-}
-
-/// What `curl` on a replica's endpoints shows: `/readyz`'s status code and
-/// the two metrics that tell a leader from a standby.
-async fn curl_summary(port: u16) -> Result<String> {
+/// What `curl` on a replica's endpoints shows, as transcript lines: the
+/// command, `/readyz`'s status code and the two metrics that tell a leader
+/// from a standby.
+async fn curl_lines(port: u16) -> Result<Vec<String>> {
     let (ready, _) = testcluster::http_get(port, "/readyz").await?;
-    Ok(format!(
-        "/readyz {ready}, sample_controller_leader {}, sample_controller_reconciles_total {}",
-        metric(port, "sample_controller_leader").await?,
-        metric(port, "sample_controller_reconciles_total").await?
-    ))
+    let (_, metrics) = testcluster::http_get(port, "/metrics").await?;
+    let mut lines = vec![
+        format!(
+            ">>> curl -s -o /dev/null -w '%{{http_code}}\\n' 127.0.0.1:{port}/readyz; curl -s 127.0.0.1:{port}/metrics | grep -E '^sample_controller_(leader|reconciles_total) '"
+        ),
+        ready.to_string(),
+    ];
+    lines.extend(
+        metrics
+            .lines()
+            .filter(|l| {
+                [
+                    "sample_controller_leader ",
+                    "sample_controller_reconciles_total ",
+                ]
+                .iter()
+                .any(|m| l.starts_with(m))
+            })
+            .map(str::to_string),
+    );
+    Ok(lines)
 }
 
-/// Step 7 as a ServiceAccount that RBAC grants nothing: it warns about every
+/// Step 8 as a ServiceAccount that RBAC grants nothing: it warns about every
 /// missing permission, then runs, and each watcher logs its 403 and retries.
 async fn rbac_warnings(env: &Env, cp: &ControlPlane) -> Result<Vec<String>> {
     let ns = "book-rbac-warnings";
     testcluster::create_namespace(&env.client, ns).await?;
     let path = cp.service_account_kubeconfig(ns, "controller").await?;
-    let mut run = Run::start_with(env, &path, "step-7", ns, &[])?;
+    let mut run = Run::start_with(env, &path, "step-8", ns, &[])?;
     run.transcript[0] = format!(
-        "$ cargo run --bin step-7 -- --namespace {ns}   (as ServiceAccount {ns}/controller, no RoleBinding)"
+        "$ cargo run --bin step-8 -- --kubeconfig sa.kubeconfig --namespace {ns}   # a token of ServiceAccount {ns}/controller, which no RoleBinding names"
     );
     run.expect(&["Waiting for informer caches to sync"]).await?;
-    // The first 403 of each of the two watchers, in whichever order they come.
+    // The first 403 of each of the two watches, in whichever order they come
+    // (a streaming list starts with a watch, so the refused verb may be either).
     let mut first = BTreeSet::new();
     while first.len() < 2 {
         let line = run.expect(&["RBAC forbids it"]).await?;
-        for resource in ["cannot list foos", "cannot list deployments"] {
-            if line.contains(resource) {
+        for resource in ["foos", "deployments"] {
+            if [" list ", " watch "]
+                .iter()
+                .any(|verb| line.contains(&format!("cannot{verb}{resource}")))
+            {
                 first.insert(resource);
             }
         }
@@ -1362,19 +1506,19 @@ async fn rbac_warnings(env: &Env, cp: &ControlPlane) -> Result<Vec<String>> {
     );
     ensure!(
         run.child.try_wait()?.is_none(),
-        "step 7 exited although only RBAC was missing"
+        "step 8 exited although only RBAC was missing"
     );
     run.terminate().await
 }
 
-/// Step 7's `/metrics` after it synced one Foo and kept failing on another.
+/// Step 8's `/metrics` after it synced one Foo and kept failing on another.
 async fn metrics(env: &Env) -> Result<Vec<String>> {
     let ns = "book-metrics";
     testcluster::create_namespace(&env.client, ns).await?;
     create_foreign_deployment(None, &env.client, ns, "occupied").await?;
     port_free(METRICS_PORT)?;
     let address = format!("127.0.0.1:{METRICS_PORT}");
-    let mut run = Run::start(env, "step-7", ns, &["--http-address", &address])?;
+    let mut run = Run::start(env, "step-8", ns, &["--http-address", &address])?;
     run.expect(&["Starting workers"]).await?;
     create_foo(&mut run, &env.client, ns, "example-foo", "example-foo", 1).await?;
     create_foo(&mut run, &env.client, ns, "blocked", "occupied", 1).await?;
@@ -1403,10 +1547,14 @@ async fn metrics(env: &Env) -> Result<Vec<String>> {
     let (code, body) = testcluster::http_get(METRICS_PORT, "/metrics").await?;
     ensure!(code == 200, "/metrics answered {code}");
     let mut lines = vec![
-        format!("$ cargo run --bin step-7 -- --namespace {ns} --http-address {address} &"),
+        format!("$ kubectl -n {ns} create deployment occupied --image nginx:latest   # no owner"),
+        format!("$ cargo run --bin step-8 -- --namespace {ns} --http-address {address} &"),
         format!(
-            ">>> (before: kubectl -n {ns} create deployment occupied   (no owner); then Foos example-foo and blocked, which asks for the Deployment occupied; 10 s later:)"
+            "$ {}",
+            create_foo_command(ns, "example-foo", "example-foo", 1)
         ),
+        format!("$ {}", create_foo_command(ns, "blocked", "occupied", 1)),
+        "$ sleep 10".to_string(),
         format!("$ curl -s {address}/metrics"),
     ];
     lines.extend(body.lines().map(str::to_string));
@@ -1452,7 +1600,7 @@ async fn leader_setup(env: &Env, cp: &ControlPlane) -> Result<PathBuf> {
 /// The command line that starts replica `name` in the transcripts.
 fn replica_command(name: &str, port: u16) -> String {
     format!(
-        "$ POD_NAME={name} cargo run --bin step-7 -- --kubeconfig sa.kubeconfig --namespace {LEADER_NS} --leader-elect {} --http-address 127.0.0.1:{port} &",
+        "$ POD_NAME={name} cargo run --bin step-8 -- --kubeconfig sa.kubeconfig --namespace {LEADER_NS} --leader-elect {} --http-address 127.0.0.1:{port} &",
         LEASE_FLAGS.join(" ")
     )
 }
@@ -1468,10 +1616,11 @@ async fn lease_table(client: &Client) -> Result<Vec<String>> {
         spec.holder_identity.unwrap_or_else(|| "<none>".into()),
         spec.lease_duration_seconds
             .map_or("<none>".into(), |d| d.to_string()),
-        spec.lease_transitions.unwrap_or(0).to_string(),
+        spec.lease_transitions
+            .map_or("<none>".into(), |t| t.to_string()),
     ];
     let mut lines = vec![format!(
-        ">>> kubectl -n {CONTROLLER_NS} get lease sample-controller   (columns as listed by the book's xtask)"
+        ">>> kubectl -n {CONTROLLER_NS} get lease sample-controller -o custom-columns=HOLDER:.spec.holderIdentity,DURATION:.spec.leaseDurationSeconds,TRANSITIONS:.spec.leaseTransitions"
     )];
     lines.extend(
         show::table(&["HOLDER", "DURATION", "TRANSITIONS"], &[row])
@@ -1532,12 +1681,12 @@ async fn leader_election(env: &Env, cp: &ControlPlane) -> Result<Vec<String>> {
     replicas.drain_for(Duration::from_secs(3)).await;
     let table = lease_table(&env.client).await?;
     replicas.lines(table).await;
-    let (summary_a, summary_b) = (curl_summary(PORT_A).await?, curl_summary(PORT_B).await?);
-    replicas.note(format!("curl a: {summary_a}")).await;
-    replicas.note(format!("curl b: {summary_b}")).await;
+    let (curl_a, curl_b) = (curl_lines(PORT_A).await?, curl_lines(PORT_B).await?);
+    replicas.lines(curl_a).await;
+    replicas.lines(curl_b).await;
 
     replicas
-        .note("SIGTERM a (what the kubelet sends when a Pod is deleted)")
+        .note("kill -TERM %1   # a: SIGTERM, what the kubelet sends when a Pod is deleted")
         .await;
     let stopped = tokio::time::Instant::now();
     replicas.signal("a", libc::SIGTERM)?;
@@ -1554,8 +1703,8 @@ async fn leader_election(env: &Env, cp: &ControlPlane) -> Result<Vec<String>> {
     until_ready(PORT_B).await?;
     let table = lease_table(&env.client).await?;
     replicas.lines(table).await;
-    let summary_b = curl_summary(PORT_B).await?;
-    replicas.note(format!("curl b: {summary_b}")).await;
+    let curl_b = curl_lines(PORT_B).await?;
+    replicas.lines(curl_b).await;
 
     // b reconciles now.
     replicas
@@ -1573,7 +1722,7 @@ async fn leader_election(env: &Env, cp: &ControlPlane) -> Result<Vec<String>> {
         available(2)
     })
     .await?;
-    replicas.note("SIGTERM b").await;
+    replicas.note("kill -TERM %2   # b").await;
     replicas.signal("b", libc::SIGTERM)?;
     let status = replicas.wait("b").await?;
     replicas.mark(format!("b exited with status {status}"));
@@ -1600,7 +1749,7 @@ async fn leader_lost(env: &Env, cp: &ControlPlane) -> Result<Vec<String>> {
     replicas.drain_for(Duration::from_secs(3)).await;
 
     replicas
-        .note("SIGSTOP a (a frozen leader: it neither renews nor releases the Lease, as if it had crashed)")
+        .note("kill -STOP %1   # a: a frozen leader neither renews nor releases the Lease, as if it had crashed")
         .await;
     let frozen = tokio::time::Instant::now();
     replicas.signal("a", libc::SIGSTOP)?;
@@ -1615,7 +1764,7 @@ async fn leader_lost(env: &Env, cp: &ControlPlane) -> Result<Vec<String>> {
     let table = lease_table(&env.client).await?;
     replicas.lines(table).await;
 
-    replicas.note("SIGCONT a").await;
+    replicas.note("kill -CONT %1   # a").await;
     let resumed = tokio::time::Instant::now();
     replicas.signal("a", libc::SIGCONT)?;
     let status = replicas.wait("a").await?;
@@ -1632,9 +1781,9 @@ async fn leader_lost(env: &Env, cp: &ControlPlane) -> Result<Vec<String>> {
                 .any(|l| l.starts_with("a | Error: lost the leader Lease")),
         "the resumed leader did not exit 1 with the loss message"
     );
-    let summary_b = curl_summary(PORT_B).await?;
-    replicas.note(format!("curl b: {summary_b}")).await;
-    replicas.note("SIGTERM b").await;
+    let curl_b = curl_lines(PORT_B).await?;
+    replicas.lines(curl_b).await;
+    replicas.note("kill -TERM %2   # b").await;
     replicas.signal("b", libc::SIGTERM)?;
     let status = replicas.wait("b").await?;
     replicas.mark(format!("b exited with status {status}"));
@@ -1646,7 +1795,7 @@ async fn leader_lost(env: &Env, cp: &ControlPlane) -> Result<Vec<String>> {
     Ok(replicas.transcript)
 }
 
-/// Replicas of step 7 with `--leader-elect`, run at once as the
+/// Replicas of step 8 with `--leader-elect`, run at once as the
 /// ServiceAccount of `manifests/rbac.yaml`; their output merged into one
 /// transcript, each line prefixed with the replica's name (`a | …`).
 struct Replicas {
@@ -1681,7 +1830,7 @@ impl Replicas {
     /// set, `--leader-elect`, the endpoints on `port`; plus the short lease.
     fn start(&mut self, env: &Env, kubeconfig: &Path, name: &str, port: u16) -> Result<()> {
         port_free(port)?;
-        let mut child = tokio::process::Command::new(env.bin.join("step-7"))
+        let mut child = tokio::process::Command::new(env.bin.join("step-8"))
             .arg("--kubeconfig")
             .arg(kubeconfig)
             .args(["--namespace", LEADER_NS, "--leader-elect"])
@@ -1698,7 +1847,7 @@ impl Replicas {
             .stderr(Stdio::piped())
             .kill_on_drop(true)
             .spawn()
-            .context("starting step-7 (run `cargo build --bins`)")?;
+            .context("starting step-8 (run `cargo build --bins`)")?;
         let stdout = child.stdout.take().context("stdout")?;
         let stderr = child.stderr.take().context("stderr")?;
         let streams: [Box<dyn tokio::io::AsyncRead + Unpin + Send>; 2] =
@@ -1776,19 +1925,21 @@ impl Replicas {
         while self.receive(deadline).await {}
     }
 
-    /// Records an action after letting the replicas finish printing what the
-    /// previous one caused; later `expect`s look only at what follows.
+    /// Records an action (`>>> …`) after letting the replicas finish printing
+    /// what the previous one caused; later `expect`s look only at what follows.
     async fn note(&mut self, action: impl Into<String>) {
         self.drain_for(Duration::from_millis(500)).await;
-        self.mark(action);
+        let line = format!(">>> {}", action.into());
+        println!("[replicas] {line}");
+        self.transcript.push(line);
         for cursor in self.cursor.values_mut() {
             *cursor = self.seen.len();
         }
     }
 
-    /// Records an observation at once, in order with the lines received so far.
+    /// Records an observation (`(…)`) at once, in order with the lines received so far.
     fn mark(&mut self, text: impl Into<String>) {
-        let line = format!(">>> {}", text.into());
+        let line = format!("({})", text.into());
         println!("[replicas] {line}");
         self.transcript.push(line);
     }
@@ -1833,7 +1984,7 @@ impl Replicas {
     }
 }
 
-/// The static musl build of step 7 (the Dockerfile's command, into the
+/// The static musl build of step 8 (the Dockerfile's command, into the
 /// target directory tests/image.rs builds in): what it links and how
 /// big it is. Reuses the binary that test built if there is one: cargo run
 /// from here sees other `CARGO_PKG_*` variables than the test does, which
@@ -1848,9 +1999,9 @@ async fn musl_binary() -> Result<Vec<String>> {
         "--target",
         TARGET,
         "--bin",
-        "step-7",
+        "step-8",
     ];
-    let binary = format!("target/musl/{TARGET}/release/step-7");
+    let binary = format!("target/musl/{TARGET}/release/step-8");
     if root.join(&binary).is_file() {
         println!("==> {binary} exists (built by tests/image.rs): not building it again");
     } else {
