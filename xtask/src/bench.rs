@@ -74,6 +74,8 @@ struct Measurement {
     idle_writes: Option<f64>,
     /// JSON bytes of the Foos and Deployments, and of their managedFields.
     cached_bytes: Option<(usize, usize)>,
+    /// What was done when the run hit [`CONVERGE_LIMIT`], if it did.
+    unconverged: Option<String>,
 }
 
 /// Runs the benchmark.
@@ -193,8 +195,14 @@ async fn run(
     if subject == Subject::BareClient {
         bare_client(client, &ns, n).await?;
     }
-    wait_converged(client, &ns, n).await?;
+    let unconverged = wait_converged(client, &ns, n).await?;
     let converge = started.elapsed();
+    if let Some(state) = &unconverged {
+        println!(
+            "    not converged after {}s: {state}",
+            CONVERGE_LIMIT.as_secs()
+        );
+    }
     let after = request_counts(client).await?;
     let cached_bytes = if subject == Subject::Go {
         Some(cache_bytes(client, &ns).await?)
@@ -203,7 +211,7 @@ async fn run(
     };
 
     let mut idle_writes = None;
-    if let Some(period) = idle {
+    if let (Some(period), None) = (idle, &unconverged) {
         // Idle means nothing left to do: every Pod Ready, every status final.
         wait_settled(client, &ns).await?;
         tokio::time::sleep(Duration::from_secs(5)).await;
@@ -243,6 +251,7 @@ async fn run(
         requests: diff(&before, &after),
         idle_writes,
         cached_bytes,
+        unconverged,
     })
 }
 
@@ -420,10 +429,16 @@ async fn bare_client(client: &Client, ns: &str, n: usize) -> Result<()> {
 }
 
 /// Waits until `n` Deployments exist and all `n` Foos have a status.
-async fn wait_converged(client: &Client, ns: &str, n: usize) -> Result<()> {
+/// How long a run may take to converge before it is recorded as not converged.
+const CONVERGE_LIMIT: Duration = Duration::from_secs(600);
+
+/// Waits until `n` Deployments exist and all `n` Foos have a status, for at
+/// most [`CONVERGE_LIMIT`]; returns `Some("x/n Deployments, y/n statuses")`
+/// if that did not happen.
+async fn wait_converged(client: &Client, ns: &str, n: usize) -> Result<Option<String>> {
     let foos: Api<Foo> = Api::namespaced(client.clone(), ns);
     let deployments: Api<Deployment> = Api::namespaced(client.clone(), ns);
-    let deadline = Instant::now() + Duration::from_secs(1800);
+    let deadline = Instant::now() + CONVERGE_LIMIT;
     loop {
         let with_status = foos
             .list(&ListParams::default())
@@ -438,12 +453,12 @@ async fn wait_converged(client: &Client, ns: &str, n: usize) -> Result<()> {
             .items
             .len();
         if with_status == n && existing == n {
-            return Ok(());
+            return Ok(None);
         }
         if Instant::now() > deadline {
-            bail!(
-                "{ns}: not converged after 30 minutes ({existing}/{n} Deployments, {with_status}/{n} statuses)"
-            );
+            return Ok(Some(format!(
+                "{existing}/{n} Deployments, {with_status}/{n} statuses"
+            )));
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
@@ -594,7 +609,8 @@ fn report(
         let secs = |s| {
             results
                 .get(&(n, s))
-                .map(|m: &Measurement| m.converge.as_secs_f64())
+                .filter(|m: &&Measurement| m.unconverged.is_none())
+                .map(|m| m.converge.as_secs_f64())
         };
         for subject in [
             Subject::Go,
@@ -616,11 +632,14 @@ fn report(
                 ),
                 _ => ("".into(), "".into()),
             };
+            let converged = match &m.unconverged {
+                None => format!("{:.1} s", m.converge.as_secs_f64()),
+                Some(state) => format!("not in {} s ({state})", CONVERGE_LIMIT.as_secs()),
+            };
             let _ = writeln!(
                 out,
-                "| {n} | {} | {:.1} s | {vs_go} | {vs_limit} | {} | {} | {} |",
+                "| {n} | {} | {converged} | {vs_go} | {vs_limit} | {} | {} | {} |",
                 subject.label(),
-                m.converge.as_secs_f64(),
                 m.peak_rss_kib
                     .map_or("-".into(), |k| format!("{:.1} MiB", k as f64 / 1024.0)),
                 writes(&m.requests),
