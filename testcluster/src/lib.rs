@@ -16,6 +16,10 @@
 //! # Ok(()) }
 //! ```
 //!
+//! [`harness`] runs the programs under test as child processes (their output
+//! read line by line) and creates the objects their scenarios need: shared by
+//! the end-to-end tests and the book's captures.
+//!
 //! Every listener binds to 127.0.0.1 on a free port. Each run gets a fresh data directory
 //! (`$TMPDIR/sample-controller-rs-<pid>-<random>`) with certificates, an admin token, the
 //! admin kubeconfig (`kubeconfig`), etcd's data and one log file per process (`logs/`).
@@ -40,6 +44,7 @@
 
 mod args;
 pub mod binaries;
+pub mod harness;
 mod pki;
 mod process;
 

@@ -3,18 +3,16 @@
 
 #![allow(dead_code)] // each test binary uses a different subset of these helpers
 
-use std::process::{ExitStatus, Stdio};
+use std::process::ExitStatus;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::Client;
-use kube::api::{Api, DeleteParams, PostParams};
+use kube::api::{Api, PostParams};
+use sample_controller::Foo;
 use sample_controller::deployment::new_deployment;
-use sample_controller::{Foo, FooSpec};
-use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{Child, Command};
-use tokio::sync::mpsc;
+use testcluster::harness;
 
 pub mod proxy;
 
@@ -59,15 +57,7 @@ pub async fn create_foo(
     deployment: &str,
     replicas: Option<i32>,
 ) -> Foo {
-    let foo = Foo::new(
-        name,
-        FooSpec {
-            deployment_name: deployment.into(),
-            replicas,
-        },
-    );
-    Api::<Foo>::namespaced(client.clone(), ns)
-        .create(&PostParams::default(), &foo)
+    harness::create_foo(client, ns, name, deployment, replicas)
         .await
         .expect("create Foo")
 }
@@ -82,25 +72,15 @@ pub async fn create_owned_deployment(client: &Client, ns: &str, owner: &Foo) -> 
 
 /// Creates a Deployment nobody owns, named `name`, in `ns`.
 pub async fn create_foreign_deployment(client: &Client, ns: &str, name: &str) -> Deployment {
-    let mut d: Deployment = serde_json::from_value(serde_json::json!({
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": name, "labels": {"owner": "someone-else"}},
-        "spec": {
-            "replicas": 1,
-            "selector": {"matchLabels": {"app": name}},
-            "template": {
-                "metadata": {"labels": {"app": name}},
-                "spec": {"containers": [{"name": "web", "image": "example.invalid/web:1"}]}
-            }
-        }
-    }))
-    .expect("deployment JSON");
-    d.metadata.namespace = Some(ns.into());
-    Api::<Deployment>::namespaced(client.clone(), ns)
-        .create(&PostParams::default(), &d)
-        .await
-        .expect("create foreign Deployment")
+    harness::create_foreign_deployment(
+        client,
+        ns,
+        name,
+        "example.invalid/web:1",
+        &[("owner", "someone-else")],
+    )
+    .await
+    .expect("create foreign Deployment")
 }
 
 /// Deletes a namespaced object, ignoring "not found".
@@ -108,40 +88,39 @@ pub async fn delete<K>(api: &Api<K>, name: &str)
 where
     K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
 {
-    match api.delete(name, &DeleteParams::default()).await {
-        Ok(_) => {}
-        Err(kube::Error::Api(s)) if s.is_not_found() => {}
-        Err(e) => panic!("delete {name}: {e}"),
+    if let Err(e) = harness::delete(api, name).await {
+        panic!("delete {name}: {:#}", e);
     }
 }
 
 /// Polls `check` every 200 ms until it returns `Some`, or fails after [`WAIT`].
-pub async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
+pub async fn eventually<T, F, Fut>(what: &str, check: F) -> T
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Option<T>>,
 {
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
-        if let Some(value) = check().await {
-            return value;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out waiting for {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    harness::eventually(what, WAIT, check)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// A step binary running as a child process, its stdout and stderr merged
-/// line by line.
-pub struct Step {
-    name: String,
-    child: Child,
-    lines: mpsc::UnboundedReceiver<String>,
-    /// Every line read so far, for assertions over the whole output.
-    pub output: Vec<String>,
+/// line by line: [`harness::Process`] (its `output`, `drain_for`,
+/// `line_within`, `is_running`), with methods that panic instead of
+/// returning errors.
+pub struct Step(harness::Process);
+
+impl std::ops::Deref for Step {
+    type Target = harness::Process;
+    fn deref(&self) -> &harness::Process {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Step {
+    fn deref_mut(&mut self) -> &mut harness::Process {
+        &mut self.0
+    }
 }
 
 impl Step {
@@ -194,89 +173,28 @@ impl Step {
         args: &[String],
         envs: &[(&str, &str)],
     ) -> Step {
-        let mut child = Command::new(path)
-            .args(args)
-            .envs(envs.iter().copied())
-            .env("RUST_LOG", "info")
-            .env_remove("KUBECONFIG")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("spawn step binary");
-        let (tx, lines) = mpsc::unbounded_channel();
-        let stdout = child.stdout.take().expect("stdout");
-        let stderr = child.stderr.take().expect("stderr");
-        for (stream, tx) in [
-            (
-                Box::new(stdout) as Box<dyn tokio::io::AsyncRead + Unpin + Send>,
-                tx.clone(),
-            ),
-            (Box::new(stderr), tx),
-        ] {
-            tokio::spawn(async move {
-                let mut reader = BufReader::new(stream).lines();
-                while let Ok(Some(line)) = reader.next_line().await {
-                    if tx.send(line).is_err() {
-                        break;
-                    }
-                }
-            });
-        }
-        Step {
-            name: name.to_string(),
-            child,
-            lines,
-            output: Vec::new(),
-        }
+        let process = harness::Process::start(name, path, args, envs).expect("spawn step binary");
+        Step(process.with_wait(WAIT))
+    }
+
+    /// Panics with `err` and the whole output so far.
+    fn fail(&self, err: anyhow::Error) -> ! {
+        panic!("{err}; output:\n{}", self.output.join("\n"))
     }
 
     /// Waits for a line containing every one of `parts` and returns it.
     pub async fn expect(&mut self, parts: &[&str]) -> String {
-        self.expect_where(&parts.join(" … "), |line| {
-            parts.iter().all(|p| line.contains(p))
-        })
-        .await
-    }
-
-    /// Waits up to `timeout` for a line containing every one of `parts`;
-    /// `None` if none came (or the process exited).
-    pub async fn line_within(&mut self, parts: &[&str], timeout: Duration) -> Option<String> {
-        let deadline = tokio::time::Instant::now() + timeout;
-        while let Ok(Some(line)) = tokio::time::timeout_at(deadline, self.lines.recv()).await {
-            println!("[{}] {line}", self.name);
-            self.output.push(line.clone());
-            if parts.iter().all(|p| line.contains(p)) {
-                return Some(line);
-            }
+        match self.0.expect(parts).await {
+            Ok(line) => line,
+            Err(err) => self.fail(err),
         }
-        None
     }
 
     /// Waits for a line matching `matches` (described by `what` in failures).
     pub async fn expect_where(&mut self, what: &str, matches: impl Fn(&str) -> bool) -> String {
-        let deadline = tokio::time::Instant::now() + WAIT;
-        loop {
-            match tokio::time::timeout_at(deadline, self.lines.recv()).await {
-                Ok(Some(line)) => {
-                    println!("[{}] {line}", self.name);
-                    self.output.push(line.clone());
-                    if matches(&line) {
-                        return line;
-                    }
-                }
-                Ok(None) => panic!(
-                    "{} exited before printing {what:?}; output:\n{}",
-                    self.name,
-                    self.output.join("\n")
-                ),
-                Err(_) => panic!(
-                    "{} did not print {what:?} within {WAIT:?}; output:\n{}",
-                    self.name,
-                    self.output.join("\n")
-                ),
-            }
+        match self.0.expect_where(what, matches).await {
+            Ok(line) => line,
+            Err(err) => self.fail(err),
         }
     }
 
@@ -296,7 +214,7 @@ impl Step {
             if tokio::time::Instant::now() >= deadline {
                 panic!(
                     "{}: timed out waiting for {what}; output:\n{}",
-                    self.name,
+                    self.name(),
                     self.output.join("\n")
                 );
             }
@@ -304,59 +222,34 @@ impl Step {
         }
     }
 
-    /// Reads whatever the step prints during `period`.
-    pub async fn drain_for(&mut self, period: Duration) {
-        let deadline = tokio::time::Instant::now() + period;
-        while let Ok(Some(line)) = tokio::time::timeout_at(deadline, self.lines.recv()).await {
-            println!("[{}] {line}", self.name);
-            self.output.push(line);
-        }
-    }
-
     /// Waits for the process to exit by itself; returns its status and whole output.
     pub async fn wait(mut self) -> (ExitStatus, String) {
-        let status = match tokio::time::timeout(WAIT, self.child.wait()).await {
-            Ok(status) => status.expect("wait"),
-            Err(_) => {
-                // Show what it said meanwhile (a stop that hangs, say).
-                self.drain_for(Duration::from_millis(200)).await;
-                panic!(
-                    "{} did not exit within {WAIT:?}; output:\n{}",
-                    self.name,
-                    self.output.join("\n")
-                );
-            }
-        };
-        while let Some(line) = self.lines.recv().await {
-            println!("[{}] {line}", self.name);
-            self.output.push(line);
+        match self.0.wait().await {
+            Ok(status) => (status, self.output.join("\n")),
+            Err(err) => self.fail(err),
         }
-        (status, self.output.join("\n"))
     }
 
     /// The child's PID.
     pub fn pid(&self) -> u32 {
-        self.child.id().expect("step still running")
-    }
-
-    /// Whether the process has not exited yet.
-    pub fn is_running(&mut self) -> bool {
-        matches!(self.child.try_wait(), Ok(None))
+        self.0.pid().expect("step still running")
     }
 
     /// Kills the process with SIGKILL (by PID), as a crashed node would.
     pub async fn kill(mut self) -> String {
-        self.child.kill().await.expect("kill");
-        self.drain_for(Duration::from_millis(200)).await;
+        self.0.kill().await.expect("kill");
         self.output.join("\n")
     }
 
     /// Sends SIGTERM (by PID) and waits for the process to exit.
-    pub async fn terminate(self) -> (ExitStatus, String) {
-        let pid = self.child.id().expect("step still running") as libc::pid_t;
-        // SAFETY: kill(2) with a PID we own and a valid signal number.
-        unsafe { libc::kill(pid, libc::SIGTERM) };
-        self.wait().await
+    pub async fn terminate(mut self) -> (ExitStatus, String) {
+        if self.0.pid().is_none() {
+            panic!("step still running");
+        }
+        match self.0.terminate().await {
+            Ok(status) => (status, self.output.join("\n")),
+            Err(err) => self.fail(err),
+        }
     }
 }
 

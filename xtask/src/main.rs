@@ -55,7 +55,7 @@ enum Command {
     Book(BookCli),
 }
 
-/// `cargo xtask book …`: book.rs's commands, and the Go-source ones of gosource.rs.
+/// `cargo xtask book …`: the commands of book/ (mod.rs), and the Go-source ones of gosource.rs.
 #[derive(Subcommand)]
 enum BookCli {
     #[command(flatten)]

@@ -1,0 +1,328 @@
+//! Programs run as child processes against the control plane, and the
+//! objects a scenario creates: what the end-to-end tests (tests/support) and
+//! the book's captures (`cargo xtask book outputs`) both use.
+//!
+//! Everything here returns [`Result`]; the tests wrap it in helpers that
+//! panic, the captures add their transcript on top. The program is named by
+//! its path: the tests take a step's from `env!("CARGO_BIN_EXE_step-N")`, the
+//! captures from target/debug.
+
+use std::path::Path;
+use std::process::{ExitStatus, Stdio};
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use k8s_openapi::NamespaceResourceScope;
+use k8s_openapi::api::apps::v1::Deployment;
+use kube::Client;
+use kube::api::{Api, DeleteParams, PostParams};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+use tokio::sync::mpsc;
+
+/// How long [`Process`] waits for a line or an exit unless told otherwise.
+pub const WAIT: Duration = Duration::from_secs(60);
+
+/// A command for `path` as the harness runs programs: `RUST_LOG=info`, no
+/// `KUBECONFIG` from the environment (the program gets `--kubeconfig`), no
+/// stdin, stdout and stderr piped, killed when dropped.
+pub fn command(path: &Path) -> Command {
+    let mut command = Command::new(path);
+    command
+        .env("RUST_LOG", "info")
+        .env_remove("KUBECONFIG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    command
+}
+
+/// Sends each line of `child`'s stdout and stderr to `tx` as
+/// `wrap(Some(line))`, and `wrap(None)` when a stream ends (nothing where
+/// `wrap` returns `None`); stops reading a stream once `tx` is closed.
+pub fn forward_lines<T, W>(child: &mut Child, tx: &mpsc::UnboundedSender<T>, wrap: W) -> Result<()>
+where
+    T: Send + 'static,
+    W: Fn(Option<String>) -> Option<T> + Clone + Send + 'static,
+{
+    let stdout = child.stdout.take().context("stdout")?;
+    let stderr = child.stderr.take().context("stderr")?;
+    let streams: [Box<dyn tokio::io::AsyncRead + Unpin + Send>; 2] =
+        [Box::new(stdout), Box::new(stderr)];
+    for stream in streams {
+        let (tx, wrap) = (tx.clone(), wrap.clone());
+        tokio::spawn(async move {
+            let mut reader = BufReader::new(stream).lines();
+            while let Ok(Some(line)) = reader.next_line().await {
+                if let Some(item) = wrap(Some(line))
+                    && tx.send(item).is_err()
+                {
+                    return;
+                }
+            }
+            if let Some(item) = wrap(None) {
+                let _ = tx.send(item);
+            }
+        });
+    }
+    Ok(())
+}
+
+/// A program running as a child process, its stdout and stderr merged line
+/// by line; each line read is printed as `[name] line` and kept in `output`.
+pub struct Process {
+    name: String,
+    child: Child,
+    lines: mpsc::UnboundedReceiver<String>,
+    wait: Duration,
+    /// Every line read so far, in the order read.
+    pub output: Vec<String>,
+}
+
+impl Process {
+    /// Starts `path` (called `name` in the output) with `args` and the extra
+    /// environment variables `envs`, as [`command`] sets it up.
+    pub fn start(
+        name: &str,
+        path: &Path,
+        args: &[String],
+        envs: &[(&str, &str)],
+    ) -> Result<Process> {
+        let mut command = command(path);
+        command.args(args).envs(envs.iter().copied());
+        Self::spawn(name, command)
+    }
+
+    /// Spawns `command` (made with [`command`], then given its arguments).
+    pub fn spawn(name: &str, mut command: Command) -> Result<Process> {
+        let mut child = command
+            .spawn()
+            .with_context(|| format!("starting {name} ({:?})", command.as_std().get_program()))?;
+        let (tx, lines) = mpsc::unbounded_channel();
+        forward_lines(&mut child, &tx, |line| line)?;
+        Ok(Process {
+            name: name.to_string(),
+            child,
+            lines,
+            wait: WAIT,
+            output: Vec::new(),
+        })
+    }
+
+    /// How long [`expect`](Self::expect) and [`wait`](Self::wait) wait
+    /// (default [`WAIT`]).
+    pub fn with_wait(mut self, wait: Duration) -> Process {
+        self.wait = wait;
+        self
+    }
+
+    /// The name the lines are printed with.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn take(&mut self, line: String) {
+        println!("[{}] {line}", self.name);
+        self.output.push(line);
+    }
+
+    /// Waits for a line containing every one of `parts` and returns it.
+    pub async fn expect(&mut self, parts: &[&str]) -> Result<String> {
+        self.expect_where(&parts.join(" … "), |line| {
+            parts.iter().all(|p| line.contains(p))
+        })
+        .await
+    }
+
+    /// Waits for a line matching `matches` (described by `what` in errors).
+    pub async fn expect_where(
+        &mut self,
+        what: &str,
+        matches: impl Fn(&str) -> bool,
+    ) -> Result<String> {
+        let deadline = tokio::time::Instant::now() + self.wait;
+        loop {
+            match tokio::time::timeout_at(deadline, self.lines.recv()).await {
+                Ok(Some(line)) => {
+                    self.take(line.clone());
+                    if matches(&line) {
+                        return Ok(line);
+                    }
+                }
+                Ok(None) => bail!("{} exited before printing {what:?}", self.name),
+                Err(_) => bail!(
+                    "{} did not print {what:?} within {:?}",
+                    self.name,
+                    self.wait
+                ),
+            }
+        }
+    }
+
+    /// Waits up to `timeout` for a line containing every one of `parts`;
+    /// `None` if none came (or the process exited).
+    pub async fn line_within(&mut self, parts: &[&str], timeout: Duration) -> Option<String> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        while let Ok(Some(line)) = tokio::time::timeout_at(deadline, self.lines.recv()).await {
+            self.take(line.clone());
+            if parts.iter().all(|p| line.contains(p)) {
+                return Some(line);
+            }
+        }
+        None
+    }
+
+    /// Reads whatever the process prints during `period`.
+    pub async fn drain_for(&mut self, period: Duration) {
+        let deadline = tokio::time::Instant::now() + period;
+        while let Ok(Some(line)) = tokio::time::timeout_at(deadline, self.lines.recv()).await {
+            self.take(line);
+        }
+    }
+
+    /// Waits for the process to exit by itself, then reads the rest of its
+    /// output.
+    pub async fn wait(&mut self) -> Result<ExitStatus> {
+        let status = match tokio::time::timeout(self.wait, self.child.wait()).await {
+            Ok(status) => status.with_context(|| format!("waiting for {}", self.name))?,
+            Err(_) => {
+                // Read what it said meanwhile (a stop that hangs, say).
+                self.drain_for(Duration::from_millis(200)).await;
+                bail!("{} did not exit within {:?}", self.name, self.wait);
+            }
+        };
+        while let Some(line) = self.lines.recv().await {
+            self.take(line);
+        }
+        Ok(status)
+    }
+
+    /// The child's PID, or `None` once it has been waited for.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.id()
+    }
+
+    /// Whether the process has not exited yet.
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// Kills the process with SIGKILL, as a crashed node would, and reads
+    /// what it printed in the next 200 ms.
+    pub async fn kill(&mut self) -> Result<()> {
+        self.child
+            .kill()
+            .await
+            .with_context(|| format!("killing {}", self.name))?;
+        self.drain_for(Duration::from_millis(200)).await;
+        Ok(())
+    }
+
+    /// Sends SIGTERM (by PID) and waits for the process to exit.
+    pub async fn terminate(&mut self) -> Result<ExitStatus> {
+        let pid = self
+            .pid()
+            .with_context(|| format!("{} already exited", self.name))?;
+        // SAFETY: kill(2) on the PID of a child we started and have not reaped, with a valid signal.
+        unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) };
+        self.wait().await
+    }
+}
+
+/// Polls `check` every 200 ms until it returns `Some`; fails after `wait`.
+pub async fn eventually<T, F, Fut>(what: &str, wait: Duration, mut check: F) -> Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + wait;
+    loop {
+        if let Some(value) = check().await {
+            return Ok(value);
+        }
+        if tokio::time::Instant::now() >= deadline {
+            bail!("timed out waiting for {what}");
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// Creates a Foo (`samplecontroller.k8s.io/v1alpha1`) in `ns` and returns it
+/// as stored. `K` is the Foo type of the crate under test (this crate does
+/// not depend on it).
+pub async fn create_foo<K>(
+    client: &Client,
+    ns: &str,
+    name: &str,
+    deployment: &str,
+    replicas: Option<i32>,
+) -> Result<K>
+where
+    K: kube::Resource<DynamicType = (), Scope = NamespaceResourceScope>
+        + Clone
+        + std::fmt::Debug
+        + serde::Serialize
+        + serde::de::DeserializeOwned,
+{
+    let foo: K = serde_json::from_value(serde_json::json!({
+        "apiVersion": "samplecontroller.k8s.io/v1alpha1",
+        "kind": "Foo",
+        "metadata": {"name": name},
+        "spec": {"deploymentName": deployment, "replicas": replicas},
+    }))
+    .context("Foo JSON")?;
+    Api::<K>::namespaced(client.clone(), ns)
+        .create(&PostParams::default(), &foo)
+        .await
+        .with_context(|| format!("creating Foo {ns}/{name}"))
+}
+
+/// Creates a Deployment nobody owns, named `name`, in `ns`: one replica of
+/// `image`, with the labels `labels` (besides none).
+pub async fn create_foreign_deployment(
+    client: &Client,
+    ns: &str,
+    name: &str,
+    image: &str,
+    labels: &[(&str, &str)],
+) -> Result<Deployment> {
+    let mut metadata = serde_json::json!({"name": name, "namespace": ns});
+    if !labels.is_empty() {
+        let labels: serde_json::Map<String, serde_json::Value> = labels
+            .iter()
+            .map(|(k, v)| (k.to_string(), serde_json::Value::from(*v)))
+            .collect();
+        metadata["labels"] = labels.into();
+    }
+    let d: Deployment = serde_json::from_value(serde_json::json!({
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": metadata,
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": "web", "image": image}]}
+            }
+        }
+    }))
+    .context("Deployment JSON")?;
+    Api::<Deployment>::namespaced(client.clone(), ns)
+        .create(&PostParams::default(), &d)
+        .await
+        .with_context(|| format!("creating Deployment {ns}/{name}"))
+}
+
+/// Deletes the object `name` of `api`: `true`, or `false` if it did not exist.
+pub async fn delete<K>(api: &Api<K>, name: &str) -> Result<bool>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    match api.delete(name, &DeleteParams::default()).await {
+        Ok(_) => Ok(true),
+        Err(kube::Error::Api(s)) if s.is_not_found() => Ok(false),
+        Err(e) => Err(anyhow::Error::new(e).context(format!("deleting {name}"))),
+    }
+}

@@ -1,0 +1,633 @@
+//! The machinery of `cargo xtask book outputs`: which files there are, one
+//! control plane for all the scenarios, the transcript of a step run (its
+//! output with the scenario's actions as `>>>` lines), the replicas of the
+//! leader-election captures, and writing the files normalised.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use anyhow::{Context, Result, ensure};
+use k8s_openapi::api::apps::v1::Deployment;
+use kube::Client;
+use kube::api::{Api, ListParams, Patch, PatchParams};
+use sample_controller::{Foo, show};
+use serde_json::json;
+use testcluster::{ControlPlane, Options};
+use tokio::sync::mpsc;
+
+use testcluster::harness;
+
+use super::scenarios::*;
+use super::tools::run_tool;
+use super::{book_dir, rel};
+
+/// How long a scenario waits for a line it expects.
+const WAIT: Duration = Duration::from_secs(90);
+
+/// Every file `outputs` writes, in the order it writes them.
+const OUTPUT_FILES: &[&str] = &[
+    "example-step4-backoff.txt",
+    "crd-missing.txt",
+    "protected-group.txt",
+    "watch-list.txt",
+    "step-1.txt",
+    "step-2.txt",
+    "step-3.txt",
+    "step-4.txt",
+    "step-5.txt",
+    "step-6.txt",
+    "step-7.txt",
+    "step-7-events.txt",
+    "step-8.txt",
+    "step-8-events.txt",
+    "rbac-forbidden.txt",
+    "rbac-warnings.txt",
+    "metrics.txt",
+    "leader-election.txt",
+    "leader-lost.txt",
+    "musl-binary.txt",
+];
+
+/// Runs every scenario (or those writing `only`) against one fresh control
+/// plane and writes the transcripts.
+pub(super) async fn outputs(only: &[String]) -> Result<()> {
+    for name in only {
+        ensure!(
+            OUTPUT_FILES.contains(&name.as_str()),
+            "{name} is not an output file; the files are: {}",
+            OUTPUT_FILES.join(", ")
+        );
+    }
+    let wanted = |name: &str| only.is_empty() || only.iter().any(|o| o == name);
+    let started = std::time::Instant::now();
+    let root = crate::repo_root();
+    println!("==> cargo build --bins --examples");
+    run_tool(
+        Command::new(env!("CARGO"))
+            .args(["build", "--bins", "--examples"])
+            .current_dir(&root),
+    )?;
+    let out = book_dir().join("src/outputs");
+    std::fs::create_dir_all(&out)?;
+    // Needs no cluster; reuses the build tests/image.rs made, if current.
+    if wanted("musl-binary.txt") {
+        let lines = timed("musl-binary.txt", musl_binary()).await?;
+        write_file(&out, "musl-binary.txt", &lines)?;
+    }
+    if OUTPUT_FILES
+        .iter()
+        .all(|f| *f == "musl-binary.txt" || !wanted(f))
+    {
+        println!("Wrote {} in {:.0?}", rel(&out), started.elapsed());
+        return Ok(());
+    }
+    println!("==> Starting a local control plane");
+    let cp = ControlPlane::start(Options::default()).await?;
+    let client = cp.client().await?;
+    let env = Env {
+        kubeconfig: cp.kubeconfig_path().to_path_buf(),
+        server: cp.server_url().to_string(),
+        client: client.clone(),
+        bin: root.join("target/debug"),
+    };
+
+    // The exercise solutions that need no cluster.
+    if wanted("example-step4-backoff.txt") {
+        let backoff = Command::new(root.join("target/debug/examples/step4_backoff_table"))
+            .output()
+            .context("running examples/step4_backoff_table")?;
+        ensure!(backoff.status.success(), "step4_backoff_table failed");
+        let mut lines = vec!["$ cargo run --example step4_backoff_table".to_string()];
+        lines.extend(
+            String::from_utf8_lossy(&backoff.stdout)
+                .lines()
+                .map(str::to_string),
+        );
+        write(&out, "example-step4-backoff.txt", &env, lines)?;
+    }
+
+    // Before the CRD exists: the message every step prints, and what the API
+    // server says to the CRD without its protected-group annotation.
+    if wanted("crd-missing.txt") {
+        write(&out, "crd-missing.txt", &env, crd_missing(&env).await?)?;
+    }
+    if wanted("protected-group.txt") {
+        let lines = protected_group(&client).await?;
+        write(&out, "protected-group.txt", &env, lines)?;
+    }
+    testcluster::install_crd(&client, root.join("manifests/crd.yaml")).await?;
+    if wanted("watch-list.txt") {
+        write(&out, "watch-list.txt", &env, watch_list(&env, &cp).await?)?;
+    }
+    if wanted("step-1.txt") {
+        write(&out, "step-1.txt", &env, step_1(&env).await?)?;
+    }
+    if wanted("step-2.txt") {
+        write(&out, "step-2.txt", &env, step_2(&env).await?)?;
+    }
+    if wanted("step-3.txt") {
+        write(&out, "step-3.txt", &env, step_3(&env).await?)?;
+    }
+    if wanted("step-4.txt") {
+        write(&out, "step-4.txt", &env, step_4(&env).await?)?;
+    }
+    if wanted("step-5.txt") {
+        write(&out, "step-5.txt", &env, step_5(&env).await?)?;
+    }
+    if wanted("step-6.txt") {
+        write(&out, "step-6.txt", &env, step_6(&env).await?)?;
+    }
+    if wanted("step-7.txt") || wanted("step-7-events.txt") {
+        let (step_7, events) = timed("step-7.txt", whole_controller(&env, "step-7")).await?;
+        write(&out, "step-7.txt", &env, step_7)?;
+        write(&out, "step-7-events.txt", &env, events)?;
+    }
+    if wanted("step-8.txt") || wanted("step-8-events.txt") {
+        let (step_8, events) = timed("step-8.txt", whole_controller(&env, "step-8")).await?;
+        write(&out, "step-8.txt", &env, step_8)?;
+        write(&out, "step-8-events.txt", &env, events)?;
+    }
+    if wanted("rbac-forbidden.txt") {
+        let lines = rbac_forbidden(&env, &cp).await?;
+        write(&out, "rbac-forbidden.txt", &env, lines)?;
+    }
+
+    // Running in a cluster.
+    if wanted("rbac-warnings.txt") {
+        let lines = timed("rbac-warnings.txt", rbac_warnings(&env, &cp)).await?;
+        write(&out, "rbac-warnings.txt", &env, lines)?;
+    }
+    if wanted("metrics.txt") {
+        let lines = timed("metrics.txt", metrics(&env)).await?;
+        write(&out, "metrics.txt", &env, lines)?;
+    }
+    if wanted("leader-election.txt") {
+        let lines = timed("leader-election.txt", leader_election(&env, &cp)).await?;
+        write(&out, "leader-election.txt", &env, lines)?;
+    }
+    if wanted("leader-lost.txt") {
+        let lines = timed("leader-lost.txt", leader_lost(&env, &cp)).await?;
+        write(&out, "leader-lost.txt", &env, lines)?;
+    }
+    println!("Wrote {} in {:.0?}", rel(&out), started.elapsed());
+    Ok(())
+}
+
+/// Awaits one capture and prints how long it took.
+async fn timed<T>(name: &str, capture: impl Future<Output = Result<T>>) -> Result<T> {
+    let started = std::time::Instant::now();
+    let result = capture.await.with_context(|| format!("capturing {name}"));
+    println!("    {name}: captured in {:.1?}", started.elapsed());
+    result
+}
+
+pub(super) struct Env {
+    pub(super) kubeconfig: PathBuf,
+    pub(super) server: String,
+    pub(super) client: Client,
+    pub(super) bin: PathBuf,
+}
+
+/// Writes a transcript with what varies between runs normalised: log
+/// timestamps are dropped and the API server's random port is replaced.
+pub(super) fn write(dir: &Path, name: &str, env: &Env, lines: Vec<String>) -> Result<()> {
+    let port = env
+        .server
+        .rsplit(':')
+        .next()
+        .unwrap_or_default()
+        .trim_end_matches('/');
+    let lines: Vec<String> = lines
+        .iter()
+        .map(|line| strip_timestamp(line).replace(&format!("127.0.0.1:{port}"), "127.0.0.1:PORT"))
+        .collect();
+    write_file(dir, name, &lines)
+}
+
+/// Writes `lines` to `dir/name`, trailing spaces trimmed.
+fn write_file(dir: &Path, name: &str, lines: &[String]) -> Result<()> {
+    let mut text = String::new();
+    for line in lines {
+        text.push_str(line.trim_end());
+        text.push('\n');
+    }
+    let path = dir.join(name);
+    std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+    println!("    wrote {}", rel(&path));
+    Ok(())
+}
+
+/// `2026-11-30T09:51:00.123456Z  INFO x: y` → `INFO x: y`.
+fn strip_timestamp(line: &str) -> String {
+    let bytes = line.as_bytes();
+    let looks_like_time = bytes.len() > 20
+        && bytes[..4].iter().all(u8::is_ascii_digit)
+        && bytes[4] == b'-'
+        && bytes[10] == b'T';
+    match line.find("Z ") {
+        Some(end) if looks_like_time && end < 40 => line[end + 1..].trim_start().to_string(),
+        _ => line.to_string(),
+    }
+}
+
+/// A step binary running as a child process ([`harness::Process`]); stdout
+/// and stderr merged line by line, with the scenario's own actions
+/// interleaved as `>>>` lines.
+pub(super) struct Run {
+    process: harness::Process,
+    /// How many lines of `process.output` are in `transcript` already.
+    copied: usize,
+    pub(super) transcript: Vec<String>,
+}
+
+impl Run {
+    pub(super) fn start(env: &Env, bin: &str, namespace: &str, extra: &[&str]) -> Result<Run> {
+        Self::start_with(env, &env.kubeconfig, bin, namespace, extra)
+    }
+
+    pub(super) fn start_with(
+        env: &Env,
+        kubeconfig: &Path,
+        bin: &str,
+        namespace: &str,
+        extra: &[&str],
+    ) -> Result<Run> {
+        let mut command = harness::command(&env.bin.join(bin));
+        command
+            .arg("--kubeconfig")
+            .arg(kubeconfig)
+            .args(["--namespace", namespace])
+            .args(extra)
+            .env_remove("RUST_BACKTRACE")
+            .env_remove("RUST_LIB_BACKTRACE");
+        let process = harness::Process::spawn(bin, command)
+            .with_context(|| format!("starting {bin} (run `cargo build --bins`)"))?
+            .with_wait(WAIT);
+        let mut shown = vec![format!(
+            "$ cargo run --bin {bin} -- --namespace {namespace}"
+        )];
+        if !extra.is_empty() {
+            shown[0].push(' ');
+            shown[0].push_str(&extra.join(" "));
+        }
+        println!("==> {}", shown[0]);
+        Ok(Run {
+            process,
+            copied: 0,
+            transcript: shown,
+        })
+    }
+
+    /// Appends to the transcript what the step printed since the last call.
+    fn copy_output(&mut self) {
+        let new = &self.process.output[self.copied..];
+        self.transcript.extend(new.iter().cloned());
+        self.copied = self.process.output.len();
+    }
+
+    /// Records an action of the scenario in the transcript, after letting
+    /// the step finish printing what the previous action caused.
+    pub(super) async fn note(&mut self, action: impl Into<String>) {
+        self.drain_for(Duration::from_millis(500)).await;
+        let line = format!(">>> {}", action.into());
+        println!("[{}] {line}", self.process.name());
+        self.transcript.push(line);
+    }
+
+    /// Waits for a line containing every one of `parts`.
+    pub(super) async fn expect(&mut self, parts: &[&str]) -> Result<String> {
+        let line = self.process.expect(parts).await;
+        self.copy_output();
+        line
+    }
+
+    /// Takes whatever the step prints during `period`.
+    pub(super) async fn drain_for(&mut self, period: Duration) {
+        self.process.drain_for(period).await;
+        self.copy_output();
+    }
+
+    /// Whether the step has not exited yet.
+    pub(super) fn is_running(&mut self) -> bool {
+        self.process.is_running()
+    }
+
+    /// Waits for the step to exit by itself.
+    pub(super) async fn wait(mut self) -> Result<Vec<String>> {
+        let status = self.process.wait().await;
+        self.copy_output();
+        let status = status.context("the step did not exit")?;
+        self.transcript
+            .push(format!("(exit status {})", status.code().unwrap_or(-1)));
+        Ok(self.transcript)
+    }
+
+    /// Sends SIGTERM, as Ctrl-C would send SIGINT, and waits for the exit.
+    pub(super) async fn terminate(mut self) -> Result<Vec<String>> {
+        self.process.pid().context("the step already exited")?;
+        self.note("Ctrl-C   # the capture sends SIGTERM, which stops a step the same way")
+            .await;
+        let status = self.process.terminate().await;
+        self.copy_output();
+        let status = status.context("the step did not exit")?;
+        self.transcript
+            .push(format!("(exit status {})", status.code().unwrap_or(-1)));
+        Ok(self.transcript)
+    }
+}
+
+/// The `kubectl` command that creates the Foo [`create_foo`] creates.
+pub(super) fn create_foo_command(ns: &str, name: &str, deployment: &str, replicas: i32) -> String {
+    format!(
+        r#"kubectl -n {ns} create -f - <<<'{{"apiVersion": "samplecontroller.k8s.io/v1alpha1", "kind": "Foo", "metadata": {{"name": "{name}"}}, "spec": {{"deploymentName": "{deployment}", "replicas": {replicas}}}}}'"#
+    )
+}
+
+/// Notes `kubectl create` of a Foo in the transcript, then creates it
+/// ([`harness::create_foo`]).
+pub(super) async fn create_foo(
+    run: &mut Run,
+    client: &Client,
+    ns: &str,
+    name: &str,
+    deployment: &str,
+    replicas: i32,
+) -> Result<Foo> {
+    run.note(create_foo_command(ns, name, deployment, replicas))
+        .await;
+    harness::create_foo(client, ns, name, deployment, Some(replicas)).await
+}
+
+/// Creates a Deployment nobody owns, of `nginx:latest`
+/// ([`harness::create_foreign_deployment`]), noting the `kubectl` command in
+/// `run`'s transcript if there is one.
+pub(super) async fn create_foreign_deployment(
+    run: Option<&mut Run>,
+    client: &Client,
+    ns: &str,
+    name: &str,
+) -> Result<()> {
+    if let Some(run) = run {
+        run.note(format!(
+            "kubectl -n {ns} create deployment {name} --image nginx:latest   # no owner"
+        ))
+        .await;
+    }
+    harness::create_foreign_deployment(client, ns, name, "nginx:latest", &[]).await?;
+    Ok(())
+}
+
+pub(super) async fn patch_replicas<K>(
+    run: &mut Run,
+    api: &Api<K>,
+    kind: &str,
+    name: &str,
+    n: i32,
+) -> Result<K>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let ns = api.namespace().unwrap_or("default");
+    run.note(format!(
+        "kubectl -n {ns} patch {kind} {name} --type merge -p '{{\"spec\":{{\"replicas\":{n}}}}}'"
+    ))
+    .await;
+    Ok(api
+        .patch(
+            name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"replicas": n}})),
+        )
+        .await?)
+}
+
+/// Notes `kubectl delete` in the transcript, then deletes the object
+/// ([`harness::delete`]); fails if it did not exist.
+pub(super) async fn delete<K>(run: &mut Run, api: &Api<K>, kind: &str, name: &str) -> Result<()>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let ns = api.namespace().unwrap_or("default");
+    run.note(format!("kubectl -n {ns} delete {kind} {name}"))
+        .await;
+    ensure!(harness::delete(api, name).await?, "{kind} {name} not found");
+    Ok(())
+}
+
+/// Polls `check` every 200 ms until it returns `Some` ([`harness::eventually`]
+/// with the scenarios' [`WAIT`]).
+pub(super) async fn eventually<T, F, Fut>(what: &str, check: F) -> Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    harness::eventually(what, WAIT, check).await
+}
+
+/// `kubectl get foos,deployments` as the steps print tables.
+pub(super) async fn kubectl_get(run: &mut Run, client: &Client, ns: &str) -> Result<()> {
+    let foos = Api::<Foo>::namespaced(client.clone(), ns)
+        .list(&ListParams::default())
+        .await?;
+    let deployments = Api::<Deployment>::namespaced(client.clone(), ns)
+        .list(&ListParams::default())
+        .await?;
+    run.note(format!("kubectl -n {ns} get foos,deployments"))
+        .await;
+    for line in show::foos(&foos.items).lines() {
+        run.transcript.push(line.to_string());
+    }
+    run.transcript.push(String::new());
+    for line in show::deployments(&deployments.items).lines() {
+        run.transcript.push(line.to_string());
+    }
+    Ok(())
+}
+
+/// Replicas of step 8 with `--leader-elect`, run at once as the
+/// ServiceAccount of `manifests/rbac.yaml`; their output merged into one
+/// transcript, each line prefixed with the replica's name (`a | …`).
+pub(super) struct Replicas {
+    pub(super) tx: mpsc::UnboundedSender<(String, Option<String>)>,
+    pub(super) rx: mpsc::UnboundedReceiver<(String, Option<String>)>,
+    /// Each running replica and how many of its two output streams are open.
+    pub(super) running: BTreeMap<String, (tokio::process::Child, u8)>,
+    /// Every line received: replica, line, when.
+    pub(super) seen: Vec<(String, String, tokio::time::Instant)>,
+    /// `expect` looks at `seen` from here on (moved to the end by `note`).
+    pub(super) cursor: BTreeMap<String, usize>,
+    pub(super) transcript: Vec<String>,
+}
+
+impl Replicas {
+    pub(super) fn new(header: Vec<String>) -> Replicas {
+        for line in &header {
+            println!("==> {line}");
+        }
+        let (tx, rx) = mpsc::unbounded_channel();
+        Replicas {
+            tx,
+            rx,
+            running: BTreeMap::new(),
+            seen: Vec::new(),
+            cursor: BTreeMap::new(),
+            transcript: header,
+        }
+    }
+
+    /// Starts replica `name` as a Pod would run it: POD_NAME and POD_NAMESPACE
+    /// set, `--leader-elect`, the endpoints on `port`; plus the short lease.
+    pub(super) fn start(
+        &mut self,
+        env: &Env,
+        kubeconfig: &Path,
+        name: &str,
+        port: u16,
+    ) -> Result<()> {
+        port_free(port)?;
+        let mut command = harness::command(&env.bin.join("step-8"));
+        command
+            .arg("--kubeconfig")
+            .arg(kubeconfig)
+            .args(["--namespace", LEADER_NS, "--leader-elect"])
+            .args(LEASE_FLAGS)
+            .args(["--http-address", &format!("127.0.0.1:{port}")])
+            .env("POD_NAMESPACE", CONTROLLER_NS)
+            .env("POD_NAME", name)
+            .env_remove("RUST_BACKTRACE")
+            .env_remove("RUST_LIB_BACKTRACE");
+        let mut child = command
+            .spawn()
+            .context("starting step-8 (run `cargo build --bins`)")?;
+        let replica = name.to_string();
+        // A line, or the end of one of the two streams (`None`).
+        harness::forward_lines(&mut child, &self.tx, move |line| {
+            Some((replica.clone(), line))
+        })?;
+        self.running.insert(name.to_string(), (child, 2));
+        self.cursor.insert(name.to_string(), self.seen.len());
+        Ok(())
+    }
+
+    /// Records a line (or the end of a stream) from replica `name`.
+    pub(super) fn take(&mut self, name: String, line: Option<String>) {
+        match line {
+            Some(line) => {
+                let shown = format!("{name} | {}", strip_timestamp(&line));
+                println!("[replicas] {shown}");
+                self.transcript.push(shown);
+                self.seen.push((name, line, tokio::time::Instant::now()));
+            }
+            None => {
+                if let Some((_, open)) = self.running.get_mut(&name) {
+                    *open = open.saturating_sub(1);
+                }
+            }
+        }
+    }
+
+    /// Receives one line or end of stream, or `false` at `deadline`.
+    pub(super) async fn receive(&mut self, deadline: tokio::time::Instant) -> bool {
+        match tokio::time::timeout_at(deadline, self.rx.recv()).await {
+            Ok(Some((name, line))) => {
+                self.take(name, line);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Waits for a line of replica `name` containing every one of `parts`,
+    /// printed since the last `note`; returns when it arrived.
+    pub(super) async fn expect(
+        &mut self,
+        name: &str,
+        parts: &[&str],
+    ) -> Result<tokio::time::Instant> {
+        let deadline = tokio::time::Instant::now() + WAIT;
+        loop {
+            let from = self.cursor.get(name).copied().unwrap_or(0);
+            let found = self.seen[from..]
+                .iter()
+                .position(|(who, line, _)| who == name && parts.iter().all(|p| line.contains(p)));
+            if let Some(at) = found {
+                self.cursor.insert(name.to_string(), from + at + 1);
+                return Ok(self.seen[from + at].2);
+            }
+            ensure!(
+                self.running.get(name).is_some_and(|(_, open)| *open > 0),
+                "replica {name} exited before printing {parts:?}"
+            );
+            ensure!(
+                self.receive(deadline).await,
+                "replica {name} did not print {parts:?} within {WAIT:?}"
+            );
+        }
+    }
+
+    /// Takes whatever the replicas print during `period`.
+    pub(super) async fn drain_for(&mut self, period: Duration) {
+        let deadline = tokio::time::Instant::now() + period;
+        while self.receive(deadline).await {}
+    }
+
+    /// Records an action (`>>> …`) after letting the replicas finish printing
+    /// what the previous one caused; later `expect`s look only at what follows.
+    pub(super) async fn note(&mut self, action: impl Into<String>) {
+        self.drain_for(Duration::from_millis(500)).await;
+        let line = format!(">>> {}", action.into());
+        println!("[replicas] {line}");
+        self.transcript.push(line);
+        for cursor in self.cursor.values_mut() {
+            *cursor = self.seen.len();
+        }
+    }
+
+    /// Records an observation (`(…)`) at once, in order with the lines received so far.
+    pub(super) fn mark(&mut self, text: impl Into<String>) {
+        let line = format!("({})", text.into());
+        println!("[replicas] {line}");
+        self.transcript.push(line);
+    }
+
+    /// Records several transcript lines (a table) after letting output settle.
+    pub(super) async fn lines(&mut self, lines: Vec<String>) {
+        self.drain_for(Duration::from_millis(500)).await;
+        for line in lines {
+            println!("[replicas] {line}");
+            self.transcript.push(line);
+        }
+    }
+
+    /// Sends `signal` to replica `name`, by its PID.
+    pub(super) fn signal(&self, name: &str, signal: libc::c_int) -> Result<()> {
+        let (child, _) = self.running.get(name).context("no such replica")?;
+        let pid = child.id().context("the replica already exited")?;
+        // SAFETY: kill(2) on the PID of a child we started and have not reaped, with a valid signal.
+        let sent = unsafe { libc::kill(pid as libc::pid_t, signal) };
+        ensure!(
+            sent == 0,
+            "kill({pid}, {signal}): {}",
+            std::io::Error::last_os_error()
+        );
+        Ok(())
+    }
+
+    /// Waits until replica `name` has closed its output and exited; its exit code.
+    pub(super) async fn wait(&mut self, name: &str) -> Result<i32> {
+        let deadline = tokio::time::Instant::now() + WAIT;
+        while self.running.get(name).is_some_and(|(_, open)| *open > 0) {
+            ensure!(
+                self.receive(deadline).await,
+                "replica {name} did not exit within {WAIT:?}"
+            );
+        }
+        let (mut child, _) = self.running.remove(name).context("no such replica")?;
+        let status = tokio::time::timeout_at(deadline, child.wait())
+            .await
+            .with_context(|| format!("replica {name} did not exit"))??;
+        Ok(status.code().unwrap_or(-1))
+    }
+}

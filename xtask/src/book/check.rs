@@ -1,0 +1,370 @@
+//! `cargo xtask book check`: the source checks, the build, the rendered links
+//! and every page in headless Chromium.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+
+use super::tools::{MDBOOK, MDBOOK_LINKCHECK2, MDBOOK_MERMAID, build, require_tools};
+use super::{book_dir, rel};
+
+// ---------------------------------------------------------------------------
+// check
+
+/// Every book check; fails with all problems listed, or names the install command of a missing tool.
+///
+/// A failed source check does not stop the build and the rendering: one run
+/// lists every problem.
+pub fn check() -> Result<()> {
+    let book = book_dir();
+    let src = book.join("src");
+    let mut failures = Vec::new();
+    let fail = |failures: &[String]| -> Result<()> {
+        if failures.is_empty() {
+            Ok(())
+        } else {
+            bail!("book check failed:\n  - {}", failures.join("\n  - "))
+        }
+    };
+
+    println!("==> book check: sources");
+    let pages = markdown_pages(&src)?;
+    failures.extend(check_includes(&pages)?);
+    failures.extend(check_step_chapters(&src)?);
+    failures.extend(check_go_links(&pages));
+    failures.extend(check_summary(&src, &pages)?);
+    println!("==> book check: Go excerpts and Go line links against the pinned Go module");
+    failures.extend(crate::gosource::check(&pages)?);
+
+    println!("==> book check: tools");
+    let tools = require_tools(&[MDBOOK, MDBOOK_MERMAID, MDBOOK_LINKCHECK2, ("chromium", "")])
+        .and_then(|()| crate::gosource::check_preprocessor(&book));
+    if let Err(err) = tools {
+        failures.push(format!("{err:#}"));
+        return fail(&failures);
+    }
+
+    println!("==> book check: mdbook build (html and linkcheck2)");
+    if let Err(err) = build() {
+        failures.push(format!("{err:#}"));
+        return fail(&failures);
+    }
+
+    println!("==> book check: links and anchors in the rendered HTML");
+    failures.extend(check_rendered_links(&book.join("book/html"))?);
+
+    println!("==> book check: every page in headless Chromium (diagrams, console, Go panes)");
+    failures.extend(crate::chromium::check_pages(
+        &book.join("book/html"),
+        &crate::repo_root().join("target/book-screenshots"),
+    )?);
+    fail(&failures)?;
+    println!("book check: all good");
+    Ok(())
+}
+
+/// Every `.md` file under `dir`, with its text.
+fn markdown_pages(dir: &Path) -> Result<BTreeMap<PathBuf, String>> {
+    let mut pages = BTreeMap::new();
+    for entry in std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
+        let path = entry?.path();
+        if path.is_dir() {
+            pages.extend(markdown_pages(&path)?);
+        } else if path.extension().is_some_and(|e| e == "md") {
+            let text = std::fs::read_to_string(&path)?;
+            pages.insert(path, text);
+        }
+    }
+    Ok(pages)
+}
+
+/// An `{{#include path:anchor}}` (or `#rustdoc_include`) in a page.
+#[derive(Debug)]
+struct Include {
+    page: PathBuf,
+    file: PathBuf,
+    /// The anchor name, if the selector is not a line range.
+    anchor: Option<String>,
+    raw: String,
+}
+
+fn includes(page: &Path, text: &str) -> Vec<Include> {
+    let mut found = Vec::new();
+    for directive in ["{{#include ", "{{#rustdoc_include "] {
+        let mut rest = text;
+        while let Some(start) = rest.find(directive) {
+            let after = &rest[start + directive.len()..];
+            let Some(end) = after.find("}}") else { break };
+            let target = after[..end].trim();
+            let (file, selector) = match target.split_once(':') {
+                Some((file, selector)) => (file, Some(selector)),
+                None => (target, None),
+            };
+            let anchor = selector
+                .filter(|s| !s.is_empty() && !s.chars().all(|c| c.is_ascii_digit() || c == ':'))
+                .map(str::to_string);
+            found.push(Include {
+                page: page.to_path_buf(),
+                file: page.parent().unwrap_or(Path::new(".")).join(file),
+                anchor,
+                raw: format!("{directive}{target}}}}}"),
+            });
+            rest = &after[end..];
+        }
+    }
+    found
+}
+
+/// mdBook only warns about a missing anchor (and includes nothing): make it an error.
+fn check_includes(pages: &BTreeMap<PathBuf, String>) -> Result<Vec<String>> {
+    let mut failures = Vec::new();
+    let mut count = 0;
+    for (page, text) in pages {
+        for include in includes(page, text) {
+            count += 1;
+            let Ok(content) = std::fs::read_to_string(&include.file) else {
+                failures.push(format!(
+                    "{}: {} names a file that does not exist",
+                    rel(&include.page),
+                    include.raw
+                ));
+                continue;
+            };
+            if let Some(anchor) = &include.anchor {
+                let start = content
+                    .lines()
+                    .any(|l| anchor_name(l, "ANCHOR:") == Some(anchor.as_str()));
+                let end = content
+                    .lines()
+                    .any(|l| anchor_name(l, "ANCHOR_END:") == Some(anchor.as_str()));
+                if !(start && end) {
+                    failures.push(format!(
+                        "{}: {}: {} has no ANCHOR/ANCHOR_END pair named {anchor:?}",
+                        rel(&include.page),
+                        include.raw,
+                        rel(&include.file)
+                    ));
+                }
+            }
+            if content.trim().is_empty() {
+                failures.push(format!(
+                    "{}: {} includes an empty file",
+                    rel(&include.page),
+                    include.raw
+                ));
+            }
+        }
+    }
+    println!("    {count} includes checked");
+    Ok(failures)
+}
+
+/// `Some("name")` for a line holding `ANCHOR: name` (mdBook's rule: the marker,
+/// then the name up to the first non-word character).
+fn anchor_name<'a>(line: &'a str, marker: &str) -> Option<&'a str> {
+    let at = line.find(marker)?;
+    let rest = line[at + marker.len()..].trim_start();
+    let end = rest
+        .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == '-'))
+        .unwrap_or(rest.len());
+    (end > 0).then(|| &rest[..end])
+}
+
+/// Every step 1–8 has a chapter that includes code from its step file and its
+/// captured output.
+fn check_step_chapters(src: &Path) -> Result<Vec<String>> {
+    let mut failures = Vec::new();
+    for n in 1..=8 {
+        let chapter = src.join(format!("step-{n}.md"));
+        let Ok(text) = std::fs::read_to_string(&chapter) else {
+            failures.push(format!("step {n} has no chapter ({})", rel(&chapter)));
+            continue;
+        };
+        if !text.contains(&format!("{{{{#include ../../steps/step-{n}.rs")) {
+            failures.push(format!(
+                "{}: does not include code from steps/step-{n}.rs",
+                rel(&chapter)
+            ));
+        }
+        if !text.contains(&format!("{{{{#include outputs/step-{n}.txt}}}}")) {
+            failures.push(format!(
+                "{}: does not include its captured output outputs/step-{n}.txt",
+                rel(&chapter)
+            ));
+        }
+        if !text.contains("```mermaid") {
+            failures.push(format!(
+                "{}: has no \"you are here\" diagram",
+                rel(&chapter)
+            ));
+        }
+    }
+    Ok(failures)
+}
+
+/// Every link to the Go sample-controller is pinned to the tag the port follows.
+fn check_go_links(pages: &BTreeMap<PathBuf, String>) -> Vec<String> {
+    let tag = sample_controller::GO_SOURCE_TAG;
+    let prefix = "github.com/kubernetes/sample-controller";
+    let mut failures = Vec::new();
+    let mut count = 0;
+    for (page, text) in pages {
+        let mut rest = text.as_str();
+        while let Some(at) = rest.find(prefix) {
+            let link: String = rest[at..]
+                .chars()
+                .take_while(|c| !c.is_whitespace() && !matches!(c, ')' | '>' | '"' | ']' | '`'))
+                .collect();
+            count += 1;
+            let pinned = [
+                format!("{prefix}/blob/{tag}/"),
+                format!("{prefix}/tree/{tag}"),
+            ];
+            if !pinned.iter().any(|p| link.starts_with(p.as_str())) {
+                failures.push(format!(
+                    "{}: {link} is not pinned to /blob/{tag}/ or /tree/{tag}",
+                    rel(page)
+                ));
+            }
+            rest = &rest[at + prefix.len()..];
+        }
+    }
+    println!("    {count} links to the Go sample-controller checked");
+    failures
+}
+
+/// Every page is in SUMMARY.md (mdBook silently leaves out the others).
+fn check_summary(src: &Path, pages: &BTreeMap<PathBuf, String>) -> Result<Vec<String>> {
+    let summary = std::fs::read_to_string(src.join("SUMMARY.md")).context("book/src/SUMMARY.md")?;
+    let mut failures = Vec::new();
+    for page in pages.keys() {
+        let Ok(name) = page.strip_prefix(src) else {
+            continue;
+        };
+        let name = name.to_string_lossy();
+        if name != "SUMMARY.md" && !summary.contains(&format!("]({name})")) {
+            failures.push(format!("{} is not in SUMMARY.md", rel(page)));
+        }
+    }
+    Ok(failures)
+}
+
+/// Every relative `href` and `src` in the rendered book points at a file that
+/// exists and, with a `#fragment`, at an element with that id.
+fn check_rendered_links(html: &Path) -> Result<Vec<String>> {
+    let mut files = Vec::new();
+    collect_files(html, &mut files)?;
+    let mut ids: HashMap<PathBuf, BTreeSet<String>> = HashMap::new();
+    let mut texts = Vec::new();
+    for file in files
+        .iter()
+        .filter(|f| f.extension().is_some_and(|e| e == "html"))
+    {
+        let text = std::fs::read_to_string(file)?;
+        ids.insert(
+            file.clone(),
+            attribute_values(&text, "id").into_iter().collect(),
+        );
+        texts.push((file.clone(), text));
+    }
+    let mut failures = Vec::new();
+    let mut count = 0;
+    for (file, text) in &texts {
+        // The print page repeats every chapter with rewritten links; the
+        // 404 page uses absolute paths from `site-url`.
+        let name = file.file_name().unwrap_or_default();
+        if name == "print.html" || name == "404.html" {
+            continue;
+        }
+        for target in attribute_values(text, "href")
+            .into_iter()
+            .chain(attribute_values(text, "src"))
+        {
+            if target.contains("://")
+                || target.starts_with("mailto:")
+                || target.starts_with("javascript:")
+                || target.starts_with("data:")
+                || target.starts_with("{{")
+            {
+                continue;
+            }
+            count += 1;
+            let (path, fragment) = match target.split_once('#') {
+                Some((path, fragment)) => (path, Some(fragment)),
+                None => (target.as_str(), None),
+            };
+            let path = path.split('?').next().unwrap_or_default();
+            let resolved = if path.is_empty() {
+                file.clone()
+            } else {
+                normalise(&file.parent().unwrap_or(html).join(path))
+            };
+            let resolved = if resolved.is_dir() {
+                resolved.join("index.html")
+            } else {
+                resolved
+            };
+            if !resolved.is_file() {
+                failures.push(format!(
+                    "{}: link {target:?} points at a missing file",
+                    rel(file)
+                ));
+                continue;
+            }
+            if let Some(fragment) = fragment.filter(|f| !f.is_empty())
+                && let Some(known) = ids.get(&resolved)
+                && !known.contains(fragment)
+            {
+                failures.push(format!(
+                    "{}: link {target:?} names an anchor that {} does not have",
+                    rel(file),
+                    rel(&resolved)
+                ));
+            }
+        }
+    }
+    println!("    {count} relative links and anchors checked");
+    Ok(failures)
+}
+
+fn collect_files(dir: &Path, files: &mut Vec<PathBuf>) -> Result<()> {
+    for entry in std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
+        let path = entry?.path();
+        if path.is_dir() {
+            collect_files(&path, files)?;
+        } else {
+            files.push(path);
+        }
+    }
+    Ok(())
+}
+
+/// The values of every `name="…"` attribute in `html`, entity `&amp;` decoded.
+fn attribute_values(html: &str, name: &str) -> Vec<String> {
+    let needle = format!(" {name}=\"");
+    let mut values = Vec::new();
+    let mut rest = html;
+    while let Some(at) = rest.find(&needle) {
+        let after = &rest[at + needle.len()..];
+        let Some(end) = after.find('"') else { break };
+        values.push(after[..end].replace("&amp;", "&"));
+        rest = &after[end..];
+    }
+    values
+}
+
+/// `a/b/../c` → `a/c`, without touching the file system.
+fn normalise(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for part in path.components() {
+        match part {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}

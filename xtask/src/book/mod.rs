@@ -1,0 +1,75 @@
+//! `cargo xtask book <command>`: the book in `book/`.
+//!
+//! * `outputs [FILE…]`: start a local control plane, run every step binary
+//!   through a short scripted scenario, and write what it printed to
+//!   `book/src/outputs/*.txt`, the output blocks the chapters include (only
+//!   the files named, if any). "Running in a cluster" adds two replicas of
+//!   step 8 handing the leader Lease over, `/metrics`, missing RBAC, and the
+//!   static musl binary.
+//! * `build`: `mdbook-mermaid install book` (regenerates the gitignored
+//!   mermaid JS), then `mdbook build book`.
+//! * `check`: source checks (every include and anchor resolves, every step has
+//!   a chapter that includes its code and its output, every Go link is pinned,
+//!   every Go excerpt and Go line link names what it shows: gosource.rs), the
+//!   build, a link check of the rendered HTML, and every page in headless
+//!   Chromium (diagrams drawn, silent console, Go panes; chromium.rs), with
+//!   screenshots in target/book-screenshots/. Installs nothing: a missing tool
+//!   is an error that names its install command.
+//! * `preprocess`, `go-link` (registered in main.rs, code in gosource.rs): the
+//!   mdBook preprocessor of `{{#go …}}`, and the pinned link of a Go declaration.
+//!
+//! The module's files, one job each: `tools.rs` (the pinned mdBook tools,
+//! what installs them, `build`), `check.rs` (`check` and its helpers),
+//! `capture.rs` (the machinery of `outputs`: the list of files, writing them,
+//! the transcript of a step run) and `scenarios/` (one capture a file of
+//! `book/src/outputs/`).
+
+mod capture;
+mod check;
+mod scenarios;
+mod tools;
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+use clap::Subcommand;
+
+pub use check::check;
+use tools::{MDBOOK, MDBOOK_MERMAID, require_tools};
+
+#[derive(Subcommand)]
+pub enum BookCommand {
+    /// Run every step against a fresh local control plane and write book/src/outputs/*.txt.
+    Outputs {
+        /// Write only these files (e.g. `leader-lost.txt`); all of them if none is named.
+        only: Vec<String>,
+    },
+    /// Build the book into book/book (mdbook-mermaid install, then mdbook build).
+    Build,
+    /// Check includes, anchors, links, pinned Go links and the rendered diagrams.
+    Check,
+}
+
+/// Runs a `cargo xtask book` subcommand.
+pub async fn run(command: BookCommand) -> Result<()> {
+    match command {
+        BookCommand::Outputs { only } => capture::outputs(&only).await,
+        BookCommand::Build => {
+            require_tools(&[MDBOOK, MDBOOK_MERMAID])?;
+            tools::build()
+        }
+        BookCommand::Check => check(),
+    }
+}
+
+pub(super) fn book_dir() -> PathBuf {
+    crate::repo_root().join("book")
+}
+
+pub(super) fn rel(path: &Path) -> String {
+    let root = crate::repo_root();
+    path.strip_prefix(&root)
+        .unwrap_or(path)
+        .display()
+        .to_string()
+}
