@@ -13,7 +13,7 @@
 //!
 //! Left out, to keep the difference in view: step 8's predicate on Deployment
 //! changes, its holding back of a relist's triggers until the cache shows the
-//! relisted objects (`after_relist` in `src/reconciler.rs`), dropping
+//! relisted objects (`settled` in `src/reconciler.rs`), dropping
 //! managedFields, leader election and the HTTP endpoints.
 
 use std::sync::Arc;

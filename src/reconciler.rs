@@ -137,41 +137,27 @@ impl Synced {
     }
 }
 
-/// Logs each watch error (the watcher retries it with its own backoff) and
-/// passes only events on. kube's Controller would otherwise pause all its
-/// triggers behind a backoff of its own after any watch error, so both
-/// watches recovered late from an API server restart.
-fn log_errors<K, S>(
+/// What the `Controller` gets from a reflected watch: its events, with
+/// three changes, and `synced` set once the store holds its first full list.
+///
+/// - *Watch errors are logged here and not passed on.* The watcher retries
+///   them with its own backoff; an error that reached the `Controller` made
+///   it pause every trigger behind a backoff of its own, so both watches
+///   recovered late from an API server restart.
+/// - *A (re)list's objects (`InitApply`) are held until the whole list is in
+///   (`InitDone`).* The store shows a relist only at `InitDone`, when it
+///   swaps in the new list; a trigger sent earlier starts a reconcile that
+///   reads the old contents, finds nothing to do, and is not triggered
+///   again. After an API server restart, a Deployment that became available
+///   while the watch relisted left its Foo reporting 0 (found by the parity
+///   scenario "kube-apiserver restarted while Foos are being created"). Go's
+///   informer updates its cache before it calls a handler; this keeps that
+///   order.
+/// - `InitDone` sets `synced`.
+fn settled<K, S>(
     events: S,
     resource: &'static str,
-) -> impl Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send
-where
-    K: Send,
-    S: Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send,
-{
-    events.filter_map(move |event| {
-        future::ready(match event {
-            Ok(event) => Some(Ok(event)),
-            Err(err) => {
-                tracing::warn!("{}", explain_watch(&err, resource));
-                None
-            }
-        })
-    })
-}
-
-/// Passes a reflected watch through, holding each object of a (re)list
-/// (`InitApply`) until the whole list is in (`InitDone`).
-///
-/// The store shows a relist only at `InitDone`, when it swaps in the new
-/// list. A trigger sent earlier starts a reconcile that reads the old
-/// contents, finds nothing to do, and is not triggered again: after an API
-/// server restart, a Deployment that became available while the watch was
-/// relisting left its Foo reporting 0 (found by the parity scenario
-/// "kube-apiserver restarted while Foos are being created"). Go's informer
-/// updates its cache before it calls a handler; this keeps that order.
-fn after_relist<K, S>(
-    events: S,
+    synced: watch::Sender<bool>,
 ) -> impl Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send
 where
     K: Send,
@@ -180,6 +166,10 @@ where
     let mut held = Vec::new();
     events.flat_map(move |event| {
         let out = match event {
+            Err(err) => {
+                tracing::warn!("{}", explain_watch(&err, resource));
+                Vec::new()
+            }
             Ok(watcher::Event::Init) => {
                 held.clear();
                 vec![Ok(watcher::Event::Init)]
@@ -189,6 +179,7 @@ where
                 Vec::new()
             }
             Ok(watcher::Event::InitDone) => {
+                synced.send_replace(true);
                 let mut out = vec![Ok(watcher::Event::InitDone)];
                 out.append(&mut held);
                 out
@@ -196,22 +187,6 @@ where
             other => vec![other],
         };
         stream::iter(out)
-    })
-}
-
-/// Passes a reflected watch through, setting `synced` once the store has
-/// applied the first full list (`InitDone`).
-fn mark_synced<K, S>(
-    events: S,
-    synced: watch::Sender<bool>,
-) -> impl Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send
-where
-    S: Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send,
-{
-    events.inspect(move |event| {
-        if let Ok(watcher::Event::InitDone) = event {
-            synced.send_replace(true);
-        }
     })
 }
 // ANCHOR_END: synced
@@ -243,8 +218,7 @@ pub async fn run(
         .default_backoff()
         .modify(drop_managed_fields)
         .reflect(foo_writer);
-    let foo_triggers =
-        mark_synced(after_relist(log_errors(foo_events, "foos")), foos_filled).applied_objects();
+    let foo_triggers = settled(foo_events, "foos", foos_filled).applied_objects();
 
     // The Deployment cache, and a trigger per relevant Deployment change.
     let (deployment_cache, deployment_writer) = reflector::store();
@@ -253,8 +227,9 @@ pub async fn run(
         .default_backoff()
         .modify(drop_managed_fields)
         .reflect(deployment_writer);
-    let deployment_triggers = relevant_changes(mark_synced(
-        after_relist(log_errors(deployment_events, "deployments")),
+    let deployment_triggers = relevant_changes(settled(
+        deployment_events,
+        "deployments",
         deployments_filled,
     ));
 
@@ -582,7 +557,7 @@ fn log_result(result: Result<(ObjectRef<Foo>, Action), controller::Error<Error, 
         Err(controller::Error::ObjectNotFound(key)) => {
             tracing::debug!(objectRef = %key, "Foo no longer exists")
         }
-        // Watch errors are logged, with their resource, by `log_errors`.
+        // Watch errors are logged, with their resource, by `settled`.
         Err(other) => tracing::warn!(error = %other, "controller error"),
     }
 }
@@ -647,7 +622,8 @@ mod tests {
             .map(Ok),
         );
         let reader = store.clone();
-        let seen: Vec<_> = after_relist(events.reflect(writer))
+        let (filled, synced) = Synced::new();
+        let seen: Vec<_> = settled(events.reflect(writer), "deployments", filled)
             .filter_map(|e| {
                 future::ready(match e {
                     Ok(InitApply(d)) => Some(d),
@@ -662,6 +638,7 @@ mod tests {
             .collect()
             .await;
         assert_eq!(seen, [Some(0), Some(1)]);
+        assert!(synced.is_set(), "the first InitDone marks the cache filled");
     }
 
     #[tokio::test]

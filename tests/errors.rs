@@ -123,19 +123,7 @@ async fn an_api_server_without_watch_list_gets_a_list_then_a_watch_instead() {
     // Kubernetes 1.33 ships with the WatchList gate off (1.32 and 1.34+ on):
     // client-go's reflector falls back to LIST then WATCH there, and so does
     // src/informer.rs's watch_list.
-    let cp = ControlPlane::start(Options {
-        apiserver_flags: vec!["--feature-gates=WatchList=false".into()],
-        ..Options::api_server_only()
-    })
-    .await
-    .expect("control plane without WatchList");
-    let client = cp.client().await.unwrap();
-    testcluster::install_crd(
-        &client,
-        concat!(env!("CARGO_MANIFEST_DIR"), "/manifests/crd.yaml"),
-    )
-    .await
-    .unwrap();
+    let (cp, _client) = support::own_cluster(support::without_watch_list()).await;
     for (bin, ready) in [("step-2", "Caches synced"), ("step-8", "Starting workers")] {
         let mut step = Step::start(bin, cp.kubeconfig_path(), Some("default"), &[]);
         step.expect(&[ready]).await;

@@ -193,16 +193,7 @@ fn debug_seconds(text: &str) -> Option<f64> {
 async fn fault_1_api_server_restart_both_steps_stay_up_and_converge_foos_created_meanwhile() {
     // Its own control plane: stopping kube-apiserver would disturb the other
     // faults. Step 8 and step 7 live through the same restart.
-    let mut cp = ControlPlane::start(Options::default())
-        .await
-        .expect("control plane");
-    let client = cp.client().await.unwrap();
-    testcluster::install_crd(
-        &client,
-        concat!(env!("CARGO_MANIFEST_DIR"), "/manifests/crd.yaml"),
-    )
-    .await
-    .unwrap();
+    let (mut cp, client) = own_cluster(Options::default()).await;
     let mut scenes = Vec::new();
     for bin in BOTH {
         scenes.push(Scene::new(&client, 1, bin).await);

@@ -57,16 +57,7 @@ async fn cluster() -> &'static tokio::sync::Mutex<ControlPlane> {
     static CP: tokio::sync::OnceCell<tokio::sync::Mutex<ControlPlane>> =
         tokio::sync::OnceCell::const_new();
     CP.get_or_init(|| async {
-        let cp = ControlPlane::start(Options::default())
-            .await
-            .expect("control plane");
-        let client = cp.client().await.expect("client");
-        testcluster::install_crd(
-            &client,
-            concat!(env!("CARGO_MANIFEST_DIR"), "/manifests/crd.yaml"),
-        )
-        .await
-        .expect("CRD");
+        let (cp, _client) = support::own_cluster(Options::default()).await;
         tokio::sync::Mutex::new(cp)
     })
     .await

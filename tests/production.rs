@@ -364,19 +364,7 @@ async fn step_8_every_rule_of_its_roles_in_manifests_rbac_is_needed_and_together
 async fn step_8_needs_list_where_the_api_server_cannot_stream_the_initial_list() {
     // Kubernetes 1.33 ships with the WatchList gate off: step 8 falls back to
     // LIST then WATCH there (src/informer.rs), which needs `list`.
-    let cp = testcluster::ControlPlane::start(testcluster::Options {
-        apiserver_flags: vec!["--feature-gates=WatchList=false".into()],
-        ..testcluster::Options::api_server_only()
-    })
-    .await
-    .expect("control plane without WatchList");
-    let client = cp.client().await.unwrap();
-    testcluster::install_crd(
-        &client,
-        concat!(env!("CARGO_MANIFEST_DIR"), "/manifests/crd.yaml"),
-    )
-    .await
-    .unwrap();
+    let (cp, client) = own_cluster(without_watch_list()).await;
     let rules = manifest_rules();
     for (label, rules, synced) in [
         ("all", rules.clone(), true),

@@ -35,6 +35,29 @@ pub async fn cluster() -> (&'static testcluster::ControlPlane, Client) {
     (cp, client)
 }
 
+/// A control plane of the test's own (not the shared one) started with
+/// `options`, the Foo CRD installed, and an admin client for it.
+pub async fn own_cluster(options: testcluster::Options) -> (testcluster::ControlPlane, Client) {
+    let cp = testcluster::ControlPlane::start(options)
+        .await
+        .expect("control plane");
+    let client = cp.client().await.expect("client");
+    let crd = concat!(env!("CARGO_MANIFEST_DIR"), "/manifests/crd.yaml");
+    testcluster::install_crd(&client, crd)
+        .await
+        .expect("install CRD");
+    (cp, client)
+}
+
+/// kube-apiserver and etcd only, with the WatchList gate off, as Kubernetes
+/// 1.33 ships: the API server refuses streaming lists (`sendInitialEvents`).
+pub fn without_watch_list() -> testcluster::Options {
+    testcluster::Options {
+        apiserver_flags: vec!["--feature-gates=WatchList=false".into()],
+        ..testcluster::Options::api_server_only()
+    }
+}
+
 /// Creates a fresh namespace named after the test.
 pub async fn namespace(client: &Client, prefix: &str) -> String {
     static N: AtomicU32 = AtomicU32::new(0);
