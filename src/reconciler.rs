@@ -204,6 +204,33 @@ pub async fn run(
     workers: u16,
     probes: Arc<Probes>,
 ) -> anyhow::Result<()> {
+    run_with(
+        client,
+        foos,
+        deployments,
+        shutdown,
+        workers,
+        probes,
+        reconcile,
+    )
+    .await
+}
+
+/// [`run`] with another `reconcile` (the workshop's step 8 starter passes
+/// the learner's; [`error_policy`] stays this module's).
+pub async fn run_with<F, Fut>(
+    client: Client,
+    foos: Api<Foo>,
+    deployments: Api<Deployment>,
+    shutdown: Shutdown,
+    workers: u16,
+    probes: Arc<Probes>,
+    reconcile: F,
+) -> anyhow::Result<()>
+where
+    F: FnMut(Arc<Foo>, Arc<Context>) -> Fut,
+    Fut: Future<Output = Result<Action, Error>> + Send + 'static,
+{
     // Both watches start as client-go's do against a 1.36 API server: one
     // WATCH that streams the existing objects (`streaming_lists()`), so the
     // API server never builds one large list response; LIST then WATCH where

@@ -76,6 +76,7 @@ pub struct Process {
     child: Child,
     lines: mpsc::UnboundedReceiver<String>,
     wait: Duration,
+    echo: bool,
     /// Every line read so far, in the order read.
     pub output: Vec<String>,
 }
@@ -106,6 +107,7 @@ impl Process {
             child,
             lines,
             wait: WAIT,
+            echo: true,
             output: Vec::new(),
         })
     }
@@ -117,13 +119,21 @@ impl Process {
         self
     }
 
+    /// Whether each line read is printed as `[name] line` (the default).
+    pub fn echo(mut self, echo: bool) -> Process {
+        self.echo = echo;
+        self
+    }
+
     /// The name the lines are printed with.
     pub fn name(&self) -> &str {
         &self.name
     }
 
     fn take(&mut self, line: String) {
-        println!("[{}] {line}", self.name);
+        if self.echo {
+            println!("[{}] {line}", self.name);
+        }
         self.output.push(line);
     }
 

@@ -44,6 +44,7 @@
 
 mod args;
 pub mod binaries;
+pub mod checks;
 pub mod harness;
 mod pki;
 mod process;

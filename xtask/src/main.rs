@@ -5,6 +5,10 @@
 //!   `~/.cache/sample-controller-rs/cluster/kubeconfig`) and install `manifests/crd.yaml`.
 //! * `cargo xtask cluster status` / `cluster down`.
 //! * `cargo xtask demo`: step 8 and the example Foo, on your cluster or a local one.
+//! * `cargo xtask check step-N`: a workshop starter (or `--reference`, the step) against its
+//!   behaviour checks on a real API server, one line per behaviour.
+//! * `cargo xtask prepare`: ready a machine for the workshop the day before (builds everything,
+//!   starts the control plane once, runs one check), then work offline.
 //! * `cargo xtask test`: the README's test command.
 //! * `cargo xtask parity`: the Go-versus-Rust parity tests alone.
 //! * `cargo xtask faults`: the fault suite alone, one line per fault.
@@ -12,9 +16,11 @@
 
 mod bench;
 mod book;
+mod check;
 mod chromium;
 mod demo;
 mod gosource;
+mod prepare;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -41,6 +47,12 @@ enum Command {
     BuildCluster,
     /// Run the controller against a cluster (yours, or a local one) and watch a Foo converge.
     Demo,
+    /// Check a workshop starter (workshop/step-N.rs) against a real API server: one line per
+    /// behaviour, exit 0 when all pass.
+    Check(check::CheckArgs),
+    /// Ready a machine for the workshop, the day before: fetch crates, build the control plane,
+    /// kubectl and the whole workspace, start the control plane once and run one check.
+    Prepare,
     /// Every test: builds the control plane if needed, then `cargo test --workspace`.
     Test,
     /// Only the parity tests: Go sample-controller, Rust step 7 and step 8, same scenarios, same end state.
@@ -111,6 +123,8 @@ async fn main() -> ExitCode {
         Command::Cluster(ClusterCommand::Down) => down(),
         Command::Cluster(ClusterCommand::Status) => status().await,
         Command::Demo => demo::demo().await,
+        Command::Check(args) => return exit_code(check::check(args).await),
+        Command::Prepare => prepare::prepare().await,
         Command::Test => test(),
         Command::Parity => parity(),
         Command::Faults => faults(),
@@ -129,6 +143,15 @@ async fn main() -> ExitCode {
 }
 
 /// The repository root (parent of `xtask/`).
+/// The exit code of a command that decides its own success (`check`), or
+/// 1 after printing its error.
+fn exit_code(result: Result<ExitCode>) -> ExitCode {
+    result.unwrap_or_else(|err| {
+        eprintln!("error: {err:#}");
+        ExitCode::FAILURE
+    })
+}
+
 fn repo_root() -> PathBuf {
     let xtask_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
     xtask_dir.parent().unwrap_or(xtask_dir).to_path_buf()

@@ -1,0 +1,175 @@
+//! Workshop starter, step 4: the rate-limited work queue.
+//!
+//! Yours to write: `run_workers`, marked `WRITE THIS` at the end: the
+//! workers that take keys from the handlers' queue and sync them, with Go's
+//! rate limiter for retries. The informers and handlers (step 3's, from
+//! src/handlers.rs) and a stand-in sync that only logs (`process`, with
+//! `--fail-first` and `--sync-millis` to make it fail or take time) are done.
+//!
+//! Read: book/src/step-4.md, "The Rust code". Check your work against a real
+//! API server:
+//!
+//!     cargo xtask check step-4
+//!
+//! The project's own answer is src/workqueue.rs (`run`, `run_until`), used
+//! by steps/step-4.rs.
+
+// The gaps leave what they will use (parameters, imports, fields) unused
+// until you fill them; delete this line when you are done.
+#![allow(unused_variables, unused_imports)]
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+use futures::{Stream, StreamExt};
+use kube::runtime::controller::{self, Action, applier};
+use kube::runtime::reflector::ObjectRef;
+use kube::runtime::reflector::Store;
+use sample_controller::config::{ClientFlags, NamespaceFlag, client_from_flags};
+use sample_controller::diagnose::{Fatal, preflight};
+use sample_controller::handlers::start_informers;
+use sample_controller::informer::key_string;
+use sample_controller::signals::Shutdown;
+use sample_controller::workqueue::RateLimiter;
+use sample_controller::{Foo, rbac, signals, telemetry};
+
+/// Feed handler keys through a rate-limited queue to two workers that only log.
+#[derive(Parser, Debug)]
+#[command(name = "workshop-step-4", version)]
+struct Args {
+    #[command(flatten)]
+    client: ClientFlags,
+    #[command(flatten)]
+    namespace: NamespaceFlag,
+    /// Make the first N attempts of each key fail, to show the per-key backoff.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    fail_first: u32,
+    /// How long each attempt takes, in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 0)]
+    sync_millis: u64,
+    /// Number of workers. Go: `controller.Run(ctx, 2)`.
+    #[arg(long, default_value_t = 2)]
+    workers: u16,
+}
+
+/// An attempt that `--fail-first` made fail.
+#[derive(Debug, thiserror::Error)]
+#[error("simulated failure of attempt {attempt} (--fail-first {fail_first})")]
+struct Simulated {
+    attempt: u32,
+    fail_first: u32,
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Fatal> {
+    telemetry::init();
+    let args = Args::parse();
+    let shutdown = signals::setup_signal_handler()?;
+    let connection = client_from_flags(&args.client).await?;
+    preflight(&connection, &args.namespace, rbac::STEP_2_TO_4).await?;
+    let client = &connection.client;
+
+    // Go: NewController + factory.Start: informers whose handlers add keys.
+    let informers = start_informers(args.namespace.api(client), args.namespace.api(client), None);
+
+    // Go: Run: wait for both caches before starting workers.
+    println!("Waiting for informer caches to sync");
+    informers.wait_for_cache_sync().await?;
+    println!("Starting {} workers", args.workers);
+
+    // Go: the queue with its rate limiter, shut down on ctx.Done(), and
+    // processNextWorkItem calling our sync: yours, below.
+    let attempts: Attempts = Arc::default();
+    run_workers(
+        informers.foos,
+        informers.queue,
+        shutdown,
+        args.workers,
+        |foo| process(foo, attempts.clone(), args.fail_first, args.sync_millis),
+    )
+    .await;
+    println!("Shutting down workers");
+    Ok(())
+}
+
+/// Per key: how many attempts so far, and when the last one started.
+type Attempts = Arc<Mutex<HashMap<ObjectRef<Foo>, (u32, Instant)>>>;
+
+/// Stands in for `syncHandler`: logs the attempt, waits `sync_millis`, and
+/// fails while the key has had at most `fail_first` attempts.
+fn process(
+    foo: Arc<Foo>,
+    attempts: Attempts,
+    fail_first: u32,
+    sync_millis: u64,
+) -> impl Future<Output = Result<(), Simulated>> + Send + 'static {
+    let key = ObjectRef::from(foo.as_ref());
+    let now = Instant::now();
+    let (attempt, since_last) = {
+        let mut attempts = attempts
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let entry = attempts.entry(key.clone()).or_insert((0, now));
+        let since_last = now.duration_since(entry.1);
+        *entry = (entry.0 + 1, now);
+        (entry.0, since_last)
+    };
+    let name = key_string(&key);
+    if attempt == 1 {
+        println!("sync {name} start attempt {attempt}");
+    } else {
+        println!(
+            "sync {name} start attempt {attempt} ({} ms after attempt {})",
+            since_last.as_millis(),
+            attempt - 1
+        );
+    }
+    async move {
+        tokio::time::sleep(Duration::from_millis(sync_millis)).await;
+        if attempt <= fail_first {
+            println!("sync {name} failed attempt {attempt}");
+            return Err(Simulated {
+                attempt,
+                fail_first,
+            });
+        }
+        println!("sync {name} done attempt {attempt}");
+        Ok(())
+    }
+}
+
+/// WRITE THIS. Go: `Run(ctx, workers)`, `runWorker`, `processNextWorkItem`.
+///
+/// Until `shutdown`, take keys from `queue` and sync each one's Foo (looked up
+/// in `foos`) with `sync`, at most `workers` at a time, then let the syncs in
+/// flight finish. Go's work queue guarantees, and the check tests:
+/// - a key queued many times while it waits is synced once;
+/// - a key queued while it is being synced waits, and is synced once more
+///   afterwards: one key never runs in two workers at once;
+/// - a failed sync is logged (`tracing::error!` with the message
+///   `"Error syncing; requeuing for later retry"`) and retried after
+///   `limiter.when(&key)` (5 ms, 10 ms, 20 ms, … for that key); a success
+///   resets the key's delays (`limiter.forget(&key)`).
+///
+/// kube-runtime has all of that but the rate limiter in
+/// `kube::runtime::controller::applier`: give it a reconcile function (which
+/// calls `sync`, then forgets the key and returns `Action::await_change()`),
+/// an error policy (which returns `Action::requeue(limiter.when(&key))`), the
+/// limiter as its context (`Arc::new(RateLimiter::sample_controller())`), the
+/// cache, the queue (`queue.take_until(shutdown)`, each key wrapped in `Ok`),
+/// and `controller::Config::default().concurrency(workers)`; then poll the
+/// stream it returns to the end.
+async fn run_workers<E, Fut>(
+    foos: Store<Foo>,
+    queue: impl Stream<Item = ObjectRef<Foo>> + Send + 'static,
+    shutdown: Shutdown,
+    workers: u16,
+    sync: impl FnMut(Arc<Foo>) -> Fut,
+) where
+    E: std::error::Error + Send + 'static,
+    Fut: Future<Output = Result<(), E>> + Send + 'static,
+{
+    todo!("step 4: the workers and the rate-limited retries (book/src/step-4.md#the-rust-code)")
+}

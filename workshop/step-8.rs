@@ -1,0 +1,131 @@
+//! Workshop starter, step 8: the kube-rs way.
+//!
+//! Yours to write, marked `WRITE THIS` at the end: `sync`, with its two
+//! helpers `drifted` and `update_foo_status`: step 7's sync rewritten so that
+//! every write is a server-side apply of only what this controller owns, and
+//! made only when it changes something. kube's `Controller` (its watches, the
+//! Deployment predicate, per-key backoff, graceful shutdown: src/reconciler.rs
+//! `run_with`) and `reconcile` around your `sync` are done.
+//!
+//! Read: book/src/step-8.md, "The idioms, one by one". Check your work against
+//! a real API server:
+//!
+//!     cargo xtask check step-8
+//!
+//! The project's own answer is src/reconciler.rs (`sync`, `drifted`,
+//! `update_foo_status`), used by steps/step-8.rs.
+
+// The gaps leave what they will use (parameters, imports, helpers) unused
+// until you fill them; delete this line when you are done.
+#![allow(unused_variables, unused_imports, dead_code)]
+
+use std::sync::Arc;
+
+use clap::Parser;
+use k8s_openapi::api::apps::v1::Deployment;
+use kube::api::{Patch, PatchParams, PostParams};
+use kube::runtime::controller::Action;
+use kube::runtime::events::EventType;
+use kube::runtime::reflector::ObjectRef;
+use kube::{Api, Resource, ResourceExt};
+use sample_controller::config::{ClientFlags, NamespaceFlag, client_from_flags};
+use sample_controller::controller::{
+    Error, FIELD_MANAGER, MESSAGE_RESOURCE_SYNCED, SUCCESS_SYNCED, ensure_controlled, publish,
+};
+use sample_controller::deployment::new_deployment;
+use sample_controller::diagnose::{Fatal, check_reachable};
+use sample_controller::probes::Probes;
+use sample_controller::reconciler::{self, Context};
+use sample_controller::{Foo, FooStatus, signals, telemetry};
+
+/// The sample controller, the kube-rs way: one nginx Deployment per Foo.
+#[derive(Parser, Debug)]
+#[command(name = "workshop-step-8", version)]
+struct Args {
+    #[command(flatten)]
+    client: ClientFlags,
+    #[command(flatten)]
+    namespace: NamespaceFlag,
+    /// How many Foos may reconcile at once. Go: `controller.Run(ctx, 2)`.
+    #[arg(long, default_value_t = 2)]
+    workers: u16,
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Fatal> {
+    telemetry::init();
+    let args = Args::parse();
+    let shutdown = signals::setup_signal_handler()?;
+    let connection = client_from_flags(&args.client).await?;
+    check_reachable(&connection, &args.namespace).await?;
+    let client = connection.client;
+
+    // kube's Controller over Foos and the Deployments they own, calling
+    // `reconcile` below (src/reconciler.rs `run_with`).
+    reconciler::run_with(
+        client.clone(),
+        args.namespace.api(&client),
+        args.namespace.api(&client),
+        shutdown,
+        args.workers,
+        Arc::new(Probes::default()),
+        reconcile,
+    )
+    .await?;
+    Ok(())
+}
+
+/// Makes the Foo's Deployment and status what the Foo asks for, then waits
+/// for the next change (no periodic requeue: every input is watched).
+/// Success forgets the key's failures (Go: `Forget`).
+async fn reconcile(foo: Arc<Foo>, ctx: Arc<Context>) -> Result<Action, Error> {
+    sync(&foo, &ctx).await?;
+    ctx.backoff.forget(&ObjectRef::from(foo.as_ref()));
+    Ok(Action::await_change())
+}
+
+/// WRITE THIS. Step 7's sync (Go's `syncHandler`), each write made only when
+/// it changes something. In order:
+/// - an empty `foo.spec.deployment_name`: log it, return `Ok(())`;
+/// - wait for the Deployment cache (`ctx.deployments_synced.wait().await?`:
+///   kube's Controller waits only for the Foo cache);
+/// - the Deployment not in `ctx.deployments`: create `new_deployment(foo)`
+///   (a create, not an apply: an apply would merge into a Deployment of that
+///   name someone else made, which the cache has not seen yet);
+/// - not controlled by the Foo: `ensure_controlled(&ctx.recorder, &d, foo).await?`
+///   (records the Warning Event and returns the error);
+/// - `drifted(current, desired)`: server-side apply the desired Deployment,
+///   forced (`PatchParams::apply(FIELD_MANAGER).force()`, `Patch::Apply`),
+///   with the cached Deployment's UID in its metadata, so that the apply fails
+///   rather than touch a Deployment that replaced it;
+/// - `update_foo_status`;
+/// - if anything was written, a Normal `SUCCESS_SYNCED` Event (`publish`);
+///   none when nothing changed.
+async fn sync(foo: &Foo, ctx: &Context) -> Result<(), Error> {
+    todo!(
+        "step 8: sync by server-side apply (book/src/step-8.md#server-side-apply-instead-of-update)"
+    )
+}
+
+/// WRITE THIS. Whether `current` differs from `desired` in a field this
+/// controller sets: the replicas (when the Foo sets them), the containers'
+/// names and images, or a pod label of `desired` missing or different in
+/// `current`. Labels others added, and everything else, are not drift.
+fn drifted(current: &Deployment, desired: &Deployment) -> bool {
+    todo!("step 8: drift (book/src/step-8.md#apply-only-what-drifted)")
+}
+
+/// WRITE THIS. Go: `updateFooStatus`. If the Foo's status differs from
+/// `FooStatus { available_replicas }` (the Deployment's, 0 if none), apply
+/// only the status: `patch_status` with `Patch::Apply` of
+/// `{"apiVersion": …, "kind": "Foo", "status": …}` and
+/// `PatchParams::apply(FIELD_MANAGER).force()`. Returns whether it wrote.
+async fn update_foo_status(
+    ctx: &Context,
+    foo: &Foo,
+    deployment: &Deployment,
+) -> Result<bool, Error> {
+    todo!(
+        "step 8: the status, applied only when it differs (book/src/step-8.md#the-status-applied-and-only-when-it-differs)"
+    )
+}

@@ -1,0 +1,164 @@
+//! `cargo xtask check step-N`: builds a workshop starter (or a step) and
+//! runs that step's behaviour checks (`testcluster::checks`, the same ones
+//! tests/steps.rs runs on the steps) against a real API server, printing one
+//! line per behaviour.
+//!
+//! The cluster: `--kubeconfig` (yours), else the one `cargo xtask cluster up`
+//! started, else a control plane of the check's own, started for it and
+//! stopped after (about 30 s more).
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, Result, bail};
+use testcluster::checks::{self, Target};
+use testcluster::{ControlPlane, Options};
+
+use crate::repo_root;
+
+/// Arguments of `cargo xtask check`.
+#[derive(clap::Args)]
+pub struct CheckArgs {
+    /// The step to check: `step-2` … `step-8` (or just the number).
+    step: String,
+    /// Check the project's own step (`steps/step-N.rs`) instead of your
+    /// starter (`workshop/step-N.rs`): what a finished starter does.
+    #[arg(long)]
+    reference: bool,
+    /// Check this binary instead of building one.
+    #[arg(long, value_name = "PATH", conflicts_with = "reference")]
+    program: Option<PathBuf>,
+    /// Run against this cluster (the check creates namespaces `check-…` in it
+    /// and applies manifests/crd.yaml) instead of the local control plane.
+    #[arg(long, value_name = "PATH")]
+    kubeconfig: Option<PathBuf>,
+    /// Print everything the program prints, as it prints it.
+    #[arg(long, short)]
+    verbose: bool,
+}
+
+/// Runs `cargo xtask check`; exit 0 only when every behaviour passed.
+pub async fn check(args: CheckArgs) -> Result<ExitCode> {
+    let step = parse_step(&args.step)?;
+    let program = match &args.program {
+        Some(path) => path.clone(),
+        None => build(step, args.reference)?,
+    };
+
+    // Keeps a control plane started for this check alive until the end.
+    let mut own: Option<ControlPlane> = None;
+    let kubeconfig = match args.kubeconfig {
+        Some(path) => path,
+        None => match running_cluster()? {
+            Some(path) => {
+                println!("==> On the local cluster (`cargo xtask cluster up`)");
+                path
+            }
+            None => {
+                println!(
+                    "==> Starting a control plane for this check (start one with `cargo xtask cluster up` to skip this)"
+                );
+                let cp = ControlPlane::start(Options::default()).await?;
+                let path = cp.kubeconfig_path().to_path_buf();
+                own = Some(cp);
+                path
+            }
+        },
+    };
+    let client = testcluster::client_for_kubeconfig(&kubeconfig).await?;
+    testcluster::install_crd(&client, repo_root().join("manifests/crd.yaml")).await?;
+
+    println!(
+        "==> Checking step {step}: {} against the API server in {}",
+        program.display(),
+        kubeconfig.display()
+    );
+    let target = Target {
+        program,
+        kubeconfig,
+        client,
+        echo: args.verbose,
+    };
+    let report = checks::check(step, &target).await?;
+    println!("{report}");
+    drop(own);
+    if report.passed() {
+        println!("All of step {step} works. On to the next chapter.");
+        Ok(ExitCode::SUCCESS)
+    } else {
+        println!(
+            "Not yet: fix the first FAIL above (its `read:` line says where the book explains it), then run `cargo xtask check step-{step}` again."
+        );
+        Ok(ExitCode::FAILURE)
+    }
+}
+
+/// `step-5`, `5` → 5.
+fn parse_step(text: &str) -> Result<u8> {
+    let number = text.strip_prefix("step-").unwrap_or(text);
+    match number.parse::<u8>() {
+        Ok(n) if checks::STEPS.contains(&n) => Ok(n),
+        _ => bail!("no check for {text:?}: name a step from step-2 to step-8"),
+    }
+}
+
+/// Builds the starter (or the step) with cargo and returns its path.
+fn build(step: u8, reference: bool) -> Result<PathBuf> {
+    let (package, bin) = if reference {
+        ("sample-controller-rs", format!("step-{step}"))
+    } else {
+        ("workshop", format!("workshop-step-{step}"))
+    };
+    // With xtask in the selection, features resolve as for `cargo xtask`
+    // itself, so switching between the two rebuilds nothing.
+    println!("==> cargo build -p {package} --bin {bin}");
+    let status = std::process::Command::new(env!("CARGO"))
+        .args(["build", "-p", package, "-p", "xtask", "--bin", &bin])
+        .current_dir(repo_root())
+        .status()
+        .context("running cargo build")?;
+    if !status.success() {
+        bail!("{bin} does not compile yet: fix the errors above, then run the check again");
+    }
+    Ok(target_dir().join("debug").join(bin))
+}
+
+/// Cargo's target directory (`CARGO_TARGET_DIR`, else target/ in the repository).
+fn target_dir() -> PathBuf {
+    match std::env::var_os("CARGO_TARGET_DIR") {
+        Some(dir) => {
+            let dir = PathBuf::from(dir);
+            if dir.is_absolute() {
+                dir
+            } else {
+                repo_root().join(dir)
+            }
+        }
+        None => repo_root().join("target"),
+    }
+}
+
+/// The kubeconfig of the cluster `cargo xtask cluster up` started, if it is running.
+fn running_cluster() -> Result<Option<PathBuf>> {
+    let dir = testcluster::cluster_dir()?;
+    let running = testcluster::recorded_processes(&dir)?
+        .iter()
+        .any(|p| p.is_running());
+    let kubeconfig = dir.join("kubeconfig");
+    Ok((running && Path::new(&kubeconfig).is_file()).then_some(kubeconfig))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_step_is_named_with_or_without_its_prefix_and_only_2_to_8_have_checks() {
+        assert_eq!(parse_step("step-5").unwrap(), 5);
+        assert_eq!(parse_step("8").unwrap(), 8);
+        for bad in ["step-1", "step-9", "five", ""] {
+            let err = parse_step(bad).unwrap_err().to_string();
+            assert!(err.contains("step-2 to step-8"), "{bad}: {err}");
+        }
+    }
+}
