@@ -74,21 +74,7 @@ pub(crate) fn spawn(
         }
         cmd.spawn()
     } else {
-        let parent = std::process::id() as libc::pid_t;
-        // SAFETY: the closure runs in the forked child before exec and only calls prctl(2)
-        // and getppid(2), which are async-signal-safe; it does not allocate or touch locks.
-        unsafe {
-            cmd.pre_exec(move || {
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) == -1 {
-                    return Err(io::Error::last_os_error());
-                }
-                // The parent may have died between fork and prctl: then nobody sends the signal.
-                if libc::getppid() != parent {
-                    return Err(io::Error::from_raw_os_error(libc::ESRCH));
-                }
-                Ok(())
-            });
-        }
+        die_with_parent(&mut cmd);
         spawn_from_spawner_thread(cmd)
     }
     .with_context(|| format!("starting {}", exe.display()))?;
@@ -101,6 +87,31 @@ pub(crate) fn spawn(
         log: log.to_path_buf(),
     })
 }
+
+/// Makes the kernel kill the child when the thread that spawned it dies.
+#[cfg(target_os = "linux")]
+fn die_with_parent(cmd: &mut Command) {
+    let parent = std::process::id() as libc::pid_t;
+    // SAFETY: the closure runs in the forked child before exec and only calls prctl(2)
+    // and getppid(2), which are async-signal-safe; it does not allocate or touch locks.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) == -1 {
+                return Err(io::Error::last_os_error());
+            }
+            // The parent may have died between fork and prctl: then nobody sends the signal.
+            if libc::getppid() != parent {
+                return Err(io::Error::from_raw_os_error(libc::ESRCH));
+            }
+            Ok(())
+        });
+    }
+}
+
+/// No death signal off Linux (`prctl` is Linux's): a child outlives a test
+/// binary that dies without dropping its control plane.
+#[cfg(not(target_os = "linux"))]
+fn die_with_parent(_cmd: &mut Command) {}
 
 type SpawnJob = (Command, mpsc::Sender<io::Result<Child>>);
 
