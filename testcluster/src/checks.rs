@@ -368,7 +368,7 @@ impl Program {
         shown.extend(output.len().saturating_sub(4)..output.len());
         shown.sort_unstable();
         shown.dedup();
-        shown.retain(|i| *i < output.len());
+        shown.retain(|i| *i < output.len() && !output[*i].trim().is_empty());
         if !shown.is_empty() {
             happened.push_str(", it printed:");
             let mut last = None;
