@@ -1,4 +1,4 @@
-//! Finding and building the control-plane binaries.
+//! Finding and building the control-plane binaries, and the kubectl of the same version.
 //!
 //! Order of precedence for each [`Binary`]:
 //!
@@ -19,8 +19,8 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, anyhow, bail};
 
-/// Kubernetes version of kube-apiserver, kube-controller-manager and kube-scheduler
-/// (must match `controlplane/kubernetes/go.mod`).
+/// Kubernetes version of kube-apiserver, kube-controller-manager, kube-scheduler and
+/// kubectl (must match `controlplane/kubernetes/go.mod`).
 pub const KUBERNETES_VERSION: &str = "v1.36.3";
 /// etcd version (must match `controlplane/etcd/go.mod`).
 pub const ETCD_VERSION: &str = "v3.6.16";
@@ -41,6 +41,9 @@ pub enum Binary {
     KubeControllerManager,
     /// kube-scheduler (binds Pods to the fake node).
     KubeScheduler,
+    /// kubectl, of the control plane's version: not part of the control plane, but what the
+    /// book's commands, the demo and the captures of `cargo xtask book outputs` run.
+    Kubectl,
     /// kwok controller (fakes a node and makes its Pods Running and Ready).
     Kwok,
     /// The Go sample-controller itself, for the parity tests and benchmarks.
@@ -49,11 +52,12 @@ pub enum Binary {
 
 impl Binary {
     /// All binaries, in build and start order.
-    pub const ALL: [Binary; 6] = [
+    pub const ALL: [Binary; 7] = [
         Binary::Etcd,
         Binary::KubeApiserver,
         Binary::KubeControllerManager,
         Binary::KubeScheduler,
+        Binary::Kubectl,
         Binary::Kwok,
         Binary::SampleController,
     ];
@@ -65,6 +69,7 @@ impl Binary {
             Binary::KubeApiserver => "kube-apiserver",
             Binary::KubeControllerManager => "kube-controller-manager",
             Binary::KubeScheduler => "kube-scheduler",
+            Binary::Kubectl => "kubectl",
             Binary::Kwok => "kwok",
             Binary::SampleController => "sample-controller",
         }
@@ -87,6 +92,7 @@ impl Binary {
             Binary::KubeApiserver => "TEST_ASSET_KUBE_APISERVER",
             Binary::KubeControllerManager => "TEST_ASSET_KUBE_CONTROLLER_MANAGER",
             Binary::KubeScheduler => "TEST_ASSET_KUBE_SCHEDULER",
+            Binary::Kubectl => "TEST_ASSET_KUBECTL",
             Binary::Kwok => "TEST_ASSET_KWOK",
             Binary::SampleController => "TEST_ASSET_SAMPLE_CONTROLLER",
         }
@@ -109,6 +115,7 @@ impl Binary {
             Binary::KubeApiserver => "k8s.io/kubernetes/cmd/kube-apiserver",
             Binary::KubeControllerManager => "k8s.io/kubernetes/cmd/kube-controller-manager",
             Binary::KubeScheduler => "k8s.io/kubernetes/cmd/kube-scheduler",
+            Binary::Kubectl => "k8s.io/kubernetes/cmd/kubectl",
             Binary::Kwok => "sigs.k8s.io/kwok/cmd/kwok",
             Binary::SampleController => "k8s.io/sample-controller",
         }
@@ -144,6 +151,7 @@ impl Binary {
             Binary::KubeApiserver => "~10 minutes",
             Binary::KubeControllerManager => "~2.5 minutes after kube-apiserver",
             Binary::KubeScheduler => "~10 seconds after kube-apiserver",
+            Binary::Kubectl => "~3 minutes alone, ~40 seconds after kube-apiserver",
             Binary::Kwok => "~4 minutes",
             Binary::SampleController => "~3 minutes",
         }
@@ -454,6 +462,23 @@ mod tests {
                 text.lines().any(|l| l.trim().starts_with(&wanted)),
                 "{} does not require {wanted}",
                 go_mod.display()
+            );
+        }
+    }
+
+    #[test]
+    fn every_kubernetes_binary_is_a_tool_of_the_wrapper_module() {
+        let go_mod = controlplane_dir().join("kubernetes/go.mod");
+        let text = fs::read_to_string(&go_mod).expect("read go.mod");
+        for binary in Binary::ALL
+            .into_iter()
+            .filter(|b| b.component() == "kubernetes")
+        {
+            assert!(
+                text.lines().any(|l| l.trim() == binary.package()),
+                "{} does not list {} as a tool",
+                go_mod.display(),
+                binary.package()
             );
         }
     }

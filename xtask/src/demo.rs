@@ -2,21 +2,24 @@
 //!
 //! Uses the cluster in `KUBECONFIG` (or `~/.kube/config`) if one answers,
 //! otherwise starts the local control plane; installs the CRD; runs step 8 in
-//! its own namespace; applies `manifests/example-foo.yaml`; prints the Foo and
-//! its Deployment as `kubectl get` would until they converge; shows the
-//! Events; then stops and deletes everything it started.
+//! its own namespace; applies `manifests/example-foo.yaml` with kubectl;
+//! prints what `kubectl get foos,deployments` prints, each time it changes,
+//! until the Foo converges; shows its Events with `kubectl events`; then stops
+//! and deletes everything it started. Every `$ kubectl …` line is run with the
+//! kubectl of the control plane's version (`testcluster::Binary::Kubectl`,
+//! built into the cache if missing), and what follows it is kubectl's output.
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Namespace;
-use k8s_openapi::api::events::v1::Event;
 use kube::Client;
-use kube::api::{Api, DeleteParams, ListParams, PostParams};
-use sample_controller::{Foo, show};
+use kube::api::{Api, DeleteParams};
+use sample_controller::Foo;
 use testcluster::{ControlPlane, Options};
+
+use crate::kubectl::Kubectl;
 
 /// The namespace the demo works in (deleted at the end).
 const NAMESPACE: &str = "sample-controller-demo";
@@ -53,7 +56,24 @@ pub async fn demo() -> Result<()> {
     }
     testcluster::create_namespace(&client, NAMESPACE).await?;
 
-    let result = run(&client, kubeconfig.as_deref()).await;
+    let kubectl = Kubectl::ensure(kubeconfig.as_deref())
+        .await
+        .context("the demo shows kubectl's output, and kubectl could not be found or built")?;
+    let kubectl = match &_own {
+        Some(cp) => kubectl.with_cache_dir(&cp.data_dir().join("kubectl-cache")),
+        None => kubectl,
+    };
+    println!(
+        "    (every `$ kubectl` line below runs {}{})",
+        kubectl.exe().display(),
+        if kubeconfig.is_some() {
+            " with --kubeconfig pointing at that control plane"
+        } else {
+            ""
+        }
+    );
+
+    let result = run(&client, &kubectl, kubeconfig.as_deref()).await;
 
     println!("==> Cleaning up: deleting namespace {NAMESPACE}");
     namespaces
@@ -71,8 +91,50 @@ async fn existing_cluster() -> Option<Client> {
     }
 }
 
+/// Prints `$ kubectl ARGS` (with `-n NAMESPACE` first) and what kubectl printed.
+async fn show(kubectl: &Kubectl, args: &[&str]) -> Result<Vec<String>> {
+    let lines = kubectl_lines(kubectl, args).await?;
+    println!("$ kubectl -n {NAMESPACE} {}", args.join(" "));
+    for line in &lines {
+        println!("{line}");
+    }
+    Ok(lines)
+}
+
+/// What `kubectl -n NAMESPACE ARGS` prints (stdout, then stderr); an error if it fails.
+async fn kubectl_lines(kubectl: &Kubectl, args: &[&str]) -> Result<Vec<String>> {
+    let mut all = vec!["-n", NAMESPACE];
+    all.extend_from_slice(args);
+    let out = kubectl.run(&all).await?;
+    if out.code != 0 {
+        bail!(
+            "kubectl {} failed (exit status {}):\n{}",
+            all.join(" "),
+            out.code,
+            out.lines.join("\n")
+        );
+    }
+    Ok(out.lines)
+}
+
+/// A `kubectl get` table without its last column (AGE, which changes every
+/// second): what tells one state from the next.
+fn without_age(lines: &[String]) -> Vec<String> {
+    lines
+        .iter()
+        .map(|line| match line.trim_end().rsplit_once(' ') {
+            Some((rest, _age)) => rest.trim_end().to_string(),
+            None => String::new(),
+        })
+        .collect()
+}
+
 /// Step 8 against the demo namespace, the example Foo, and the convergence.
-async fn run(client: &Client, kubeconfig: Option<&std::path::Path>) -> Result<()> {
+async fn run(
+    client: &Client,
+    kubectl: &Kubectl,
+    kubeconfig: Option<&std::path::Path>,
+) -> Result<()> {
     let root = crate::repo_root();
     println!(
         "==> Building and starting step 8 (cargo run --bin step-8 -- --namespace {NAMESPACE})"
@@ -96,27 +158,31 @@ async fn run(client: &Client, kubeconfig: Option<&std::path::Path>) -> Result<()
 
     let converged = async {
         let foos: Api<Foo> = Api::namespaced(client.clone(), NAMESPACE);
-        let deployments: Api<Deployment> = Api::namespaced(client.clone(), NAMESPACE);
         tokio::time::sleep(Duration::from_secs(2)).await; // let the controller start
-        println!("==> kubectl apply -n {NAMESPACE} -f manifests/example-foo.yaml");
-        let yaml = std::fs::read_to_string(root.join("manifests/example-foo.yaml"))?;
-        let foo: Foo = serde_yaml::from_str(&yaml)?;
-        foos.create(&PostParams::default(), &foo).await?;
+        println!("\n==> Creating the example Foo");
+        show(kubectl, &["apply", "-f", "manifests/example-foo.yaml"]).await?;
 
+        println!(
+            "\n==> Watching the Foo and its Deployment (kubectl's output each time a value other than AGE changes)"
+        );
+        let get = ["get", "foos,deployments"];
         let started = Instant::now();
-        let mut last = String::new();
+        let mut last = Vec::new();
         loop {
-            let foo_list = foos.list(&ListParams::default()).await?;
-            let deployment_list = deployments.list(&ListParams::default()).await?;
-            let view = format!(
-                "$ kubectl get foos -n {NAMESPACE}\n{}\n$ kubectl get deployments -n {NAMESPACE}\n{}",
-                show::foos(&foo_list.items),
-                show::deployments(&deployment_list.items)
-            );
+            let lines = kubectl_lines(kubectl, &get).await?;
+            let view = without_age(&lines);
             if view != last {
-                println!("\n[{:>4.1}s]\n{view}", started.elapsed().as_secs_f64());
+                println!(
+                    "\n[{:>4.1}s] $ kubectl -n {NAMESPACE} {}",
+                    started.elapsed().as_secs_f64(),
+                    get.join(" ")
+                );
+                for line in &lines {
+                    println!("{line}");
+                }
                 last = view;
             }
+            let foo_list = foos.list(&Default::default()).await?;
             let done = foo_list.items.iter().all(|f| {
                 let want = f.spec.replicas.unwrap_or(1);
                 f.status
@@ -138,22 +204,8 @@ async fn run(client: &Client, kubeconfig: Option<&std::path::Path>) -> Result<()
             tokio::time::sleep(Duration::from_millis(500)).await;
         }
 
-        println!("\n$ kubectl get events -n {NAMESPACE} --field-selector regarding.kind=Foo");
-        let events: Api<Event> = Api::namespaced(client.clone(), NAMESPACE);
-        for e in events.list(&ListParams::default()).await?.items {
-            if e.regarding.as_ref().and_then(|r| r.kind.as_deref()) == Some("Foo") {
-                println!(
-                    "{:<8} {:<18} foo/{:<14} {}",
-                    e.type_.clone().unwrap_or_default(),
-                    e.reason.clone().unwrap_or_default(),
-                    e.regarding
-                        .as_ref()
-                        .and_then(|r| r.name.clone())
-                        .unwrap_or_default(),
-                    e.note.clone().unwrap_or_default()
-                );
-            }
-        }
+        println!("\n==> The Foo's Events, recorded by step 8");
+        show(kubectl, &["events", "--for", "foo/example-foo"]).await?;
         anyhow::Ok(())
     };
     let result = tokio::select! {

@@ -1,8 +1,9 @@
 //! Repository automation, run as `cargo xtask <command>` (alias in `.cargo/config.toml`).
 //!
-//! * `cargo xtask cluster build`: build the missing control-plane binaries into the cache.
+//! * `cargo xtask cluster build`: build the missing control-plane binaries (and kubectl) into the cache.
 //! * `cargo xtask cluster up`: start a control plane in the background (kubeconfig in
-//!   `~/.cache/sample-controller-rs/cluster/kubeconfig`) and install `manifests/crd.yaml`.
+//!   `~/.cache/sample-controller-rs/cluster/kubeconfig`), install `manifests/crd.yaml`, and
+//!   print the `export` lines for the cached kubectl and that kubeconfig.
 //! * `cargo xtask cluster status` / `cluster down`.
 //! * `cargo xtask demo`: step 8 and the example Foo, on your cluster or a local one.
 //! * `cargo xtask check step-N`: a workshop starter (or `--reference`, the step) against its
@@ -20,6 +21,7 @@ mod check;
 mod chromium;
 mod demo;
 mod gosource;
+mod kubectl;
 mod prepare;
 
 use std::path::{Path, PathBuf};
@@ -90,12 +92,13 @@ enum BookCli {
 #[derive(Subcommand)]
 enum ClusterCommand {
     /// Build the missing binaries (etcd, kube-apiserver, kube-controller-manager,
-    /// kube-scheduler, kwok) into ~/.cache/sample-controller-rs/bin.
+    /// kube-scheduler, kubectl, kwok, sample-controller) into ~/.cache/sample-controller-rs/bin.
     Build {
         /// Only these binaries (default: all).
         binaries: Vec<Binary>,
     },
-    /// Start the control plane in the background and print `export KUBECONFIG=…`.
+    /// Start the control plane in the background and print the `export PATH=…` (kubectl)
+    /// and `export KUBECONFIG=…` lines that use it.
     Up {
         /// Do not start kube-scheduler and kwok (no fake node: Pods stay Pending).
         #[arg(long)]
@@ -282,8 +285,10 @@ async fn up(no_kwok: bool, api_server_only: bool) -> Result<()> {
         .iter()
         .any(|p| p.is_running())
     {
-        println!("The cluster is already up (`cargo xtask cluster status` for details).");
-        println!("export KUBECONFIG={}", kubeconfig.display());
+        println!(
+            "The cluster is already up (`cargo xtask cluster status` for details). To use it:"
+        );
+        print_exports(&kubeconfig);
         return Ok(());
     }
     if dir.exists() {
@@ -305,6 +310,14 @@ async fn up(no_kwok: bool, api_server_only: bool) -> Result<()> {
             );
             scheduler_and_kwok = false;
         }
+    }
+    // kubectl is not part of the control plane: without it, the cluster still starts.
+    let kubectl = tokio::task::spawn_blocking(|| testcluster::binaries::ensure(Binary::Kubectl));
+    if let Err(err) = kubectl.await? {
+        eprintln!(
+            "warning: no kubectl {} (use your own): {err:#}",
+            Binary::Kubectl.version()
+        );
     }
     let cp = ControlPlane::start(Options {
         controller_manager: !api_server_only,
@@ -334,9 +347,16 @@ async fn up(no_kwok: bool, api_server_only: bool) -> Result<()> {
     for p in &processes {
         println!("  {:<24} pid {}", p.name, p.pid);
     }
-    println!("Stop it with `cargo xtask cluster down`. To use it:");
-    println!("export KUBECONFIG={}", kubeconfig.display());
+    println!("Stop it with `cargo xtask cluster down`. To use it, paste:");
+    print_exports(&kubeconfig);
     Ok(())
+}
+
+/// The lines that put the cached kubectl on `PATH` and point `KUBECONFIG` at the cluster.
+fn print_exports(kubeconfig: &Path) {
+    for line in kubectl::export_lines(kubeconfig) {
+        println!("{line}");
+    }
 }
 
 fn down() -> Result<()> {
@@ -389,7 +409,7 @@ async fn status() -> Result<()> {
         .filter_map(|n| n.metadata.name)
         .collect();
     println!("kube-apiserver is ready; nodes: {node_names:?}");
-    println!("export KUBECONFIG={}", kubeconfig.display());
+    print_exports(&kubeconfig);
     if !all_running {
         anyhow::bail!(
             "some processes are gone; restart with `cargo xtask cluster down && cargo xtask cluster up`"
