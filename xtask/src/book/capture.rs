@@ -2,6 +2,12 @@
 //! control plane for all the scenarios, the transcript of a step run (its
 //! output with the scenario's actions as `>>>` lines), the replicas of the
 //! leader-election captures, and writing the files normalised.
+//!
+//! Every `>>>` and `$` command line the scenarios record is run as it is
+//! shown, by bash, with the kubectl of the control plane's version first on
+//! `PATH` and `KUBECONFIG` set ([`Kubectl::shell`]): what a reader pastes is
+//! what the capture ran. After a `kubectl get` (or `kubectl events`) comes
+//! kubectl's own output; what other commands print ("… created") is left out.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -9,15 +15,13 @@ use std::process::Command;
 use std::time::Duration;
 
 use anyhow::{Context, Result, ensure};
-use k8s_openapi::api::apps::v1::Deployment;
 use kube::Client;
-use kube::api::{Api, ListParams, Patch, PatchParams};
-use sample_controller::{Foo, show};
-use serde_json::json;
 use testcluster::{ControlPlane, Options};
 use tokio::sync::mpsc;
 
 use testcluster::harness;
+
+use crate::kubectl::Kubectl;
 
 use super::scenarios::*;
 use super::tools::run_tool;
@@ -86,11 +90,15 @@ pub(super) async fn outputs(only: &[String]) -> Result<()> {
     println!("==> Starting a local control plane");
     let cp = ControlPlane::start(Options::default()).await?;
     let client = cp.client().await?;
+    let kubectl = Kubectl::ensure(Some(cp.kubeconfig_path()))
+        .await?
+        .with_cache_dir(&cp.data_dir().join("kubectl-cache"));
     let env = Env {
         kubeconfig: cp.kubeconfig_path().to_path_buf(),
         server: cp.server_url().to_string(),
         client: client.clone(),
         bin: root.join("target/debug"),
+        kubectl,
     };
 
     // The exercise solutions that need no cluster.
@@ -114,7 +122,7 @@ pub(super) async fn outputs(only: &[String]) -> Result<()> {
         write(&out, "crd-missing.txt", &env, crd_missing(&env).await?)?;
     }
     if wanted("protected-group.txt") {
-        let lines = protected_group(&client).await?;
+        let lines = protected_group(&env).await?;
         write(&out, "protected-group.txt", &env, lines)?;
     }
     testcluster::install_crd(&client, root.join("manifests/crd.yaml")).await?;
@@ -150,13 +158,13 @@ pub(super) async fn outputs(only: &[String]) -> Result<()> {
         write(&out, "step-8-events.txt", &env, events)?;
     }
     if wanted("rbac-forbidden.txt") {
-        let lines = rbac_forbidden(&env, &cp).await?;
+        let lines = rbac_forbidden(&env).await?;
         write(&out, "rbac-forbidden.txt", &env, lines)?;
     }
 
     // Running in a cluster.
     if wanted("rbac-warnings.txt") {
-        let lines = timed("rbac-warnings.txt", rbac_warnings(&env, &cp)).await?;
+        let lines = timed("rbac-warnings.txt", rbac_warnings(&env)).await?;
         write(&out, "rbac-warnings.txt", &env, lines)?;
     }
     if wanted("metrics.txt") {
@@ -164,11 +172,11 @@ pub(super) async fn outputs(only: &[String]) -> Result<()> {
         write(&out, "metrics.txt", &env, lines)?;
     }
     if wanted("leader-election.txt") {
-        let lines = timed("leader-election.txt", leader_election(&env, &cp)).await?;
+        let lines = timed("leader-election.txt", leader_election(&env)).await?;
         write(&out, "leader-election.txt", &env, lines)?;
     }
     if wanted("leader-lost.txt") {
-        let lines = timed("leader-lost.txt", leader_lost(&env, &cp)).await?;
+        let lines = timed("leader-lost.txt", leader_lost(&env)).await?;
         write(&out, "leader-lost.txt", &env, lines)?;
     }
     println!("Wrote {} in {:.0?}", rel(&out), started.elapsed());
@@ -188,6 +196,43 @@ pub(super) struct Env {
     pub(super) server: String,
     pub(super) client: Client,
     pub(super) bin: PathBuf,
+    /// Runs the transcripts' command lines.
+    pub(super) kubectl: Kubectl,
+}
+
+impl Env {
+    /// Runs a command line as a reader would ([`Kubectl::shell`]); fails,
+    /// with what it printed, unless it exits with `status`.
+    pub(super) async fn shell_expecting(&self, line: &str, status: i32) -> Result<Vec<String>> {
+        println!("[shell] {line}");
+        let out = self.kubectl.shell(line).await?;
+        ensure!(
+            out.code == status,
+            "`{line}` exited with status {} (expected {status}):\n{}",
+            out.code,
+            out.lines.join("\n")
+        );
+        for l in &out.lines {
+            println!("[shell]   {l}");
+        }
+        Ok(out.lines)
+    }
+
+    /// [`Env::shell_expecting`] a successful exit.
+    pub(super) async fn shell(&self, line: &str) -> Result<Vec<String>> {
+        self.shell_expecting(line, 0).await
+    }
+
+    /// Runs each command line before a step starts; the `>>>` lines that go
+    /// above its `$ cargo run` line.
+    pub(super) async fn before(&self, lines: &[String]) -> Result<Vec<String>> {
+        let mut noted = Vec::new();
+        for line in lines {
+            self.shell(line).await?;
+            noted.push(format!(">>> {line}"));
+        }
+        Ok(noted)
+    }
 }
 
 /// Writes a transcript with what varies between runs normalised: log
@@ -287,6 +332,35 @@ impl Run {
         self.copied = self.process.output.len();
     }
 
+    /// Records a command line in the transcript ([`Run::note`]) and runs it
+    /// ([`Env::shell`]); what it prints is left out.
+    pub(super) async fn run(&mut self, env: &Env, line: impl Into<String>) -> Result<()> {
+        let line = line.into();
+        self.note(line.as_str()).await;
+        env.shell(&line).await?;
+        Ok(())
+    }
+
+    /// Records a command line, runs it, expects exit status `status`, and
+    /// appends what it printed (a `kubectl get`'s table, say).
+    pub(super) async fn show_expecting(
+        &mut self,
+        env: &Env,
+        line: impl Into<String>,
+        status: i32,
+    ) -> Result<()> {
+        let line = line.into();
+        self.note(line.as_str()).await;
+        let lines = env.shell_expecting(&line, status).await?;
+        self.transcript.extend(lines);
+        Ok(())
+    }
+
+    /// [`Run::show_expecting`] a successful exit.
+    pub(super) async fn show(&mut self, env: &Env, line: impl Into<String>) -> Result<()> {
+        self.show_expecting(env, line, 0).await
+    }
+
     /// Records an action of the scenario in the transcript, after letting
     /// the step finish printing what the previous action caused.
     pub(super) async fn note(&mut self, action: impl Into<String>) {
@@ -338,82 +412,122 @@ impl Run {
     }
 }
 
-/// The `kubectl` command that creates the Foo [`create_foo`] creates.
+/// Where the transcripts write a kubeconfig for a ServiceAccount
+/// ([`sa_kubeconfig_commands`]), relative to the repository root: under the
+/// gitignored `target/`.
+pub(super) const SA_KUBECONFIG: &str = "target/sa.kubeconfig";
+
+/// The command lines that write [`SA_KUBECONFIG`]: the current cluster, as a
+/// user with a one-hour token of ServiceAccount `ns`/`name` (which must exist).
+pub(super) fn sa_kubeconfig_commands(ns: &str, name: &str) -> Vec<String> {
+    let user = format!("{ns}-{name}");
+    vec![
+        format!("kubectl config view --minify --flatten > {SA_KUBECONFIG}"),
+        format!(
+            r#"kubectl --kubeconfig {SA_KUBECONFIG} config set-credentials {user} --token "$(kubectl -n {ns} create token {name})""#
+        ),
+        format!("kubectl --kubeconfig {SA_KUBECONFIG} config set-context --current --user {user}"),
+    ]
+}
+
+/// Runs [`sa_kubeconfig_commands`] and returns the kubeconfig's path.
+pub(super) async fn sa_kubeconfig(env: &Env, ns: &str, name: &str) -> Result<PathBuf> {
+    for line in sa_kubeconfig_commands(ns, name) {
+        env.shell(&line).await?;
+    }
+    Ok(crate::repo_root().join(SA_KUBECONFIG))
+}
+
+/// The command lines of the RBAC transcripts' setup: a namespace and a
+/// ServiceAccount `controller` in it that no RoleBinding names, and
+/// [`sa_kubeconfig_commands`] for it.
+pub(super) fn no_rbac_commands(ns: &str) -> Vec<String> {
+    let mut lines = vec![
+        create_namespace_command(ns),
+        format!("kubectl -n {ns} create serviceaccount controller   # no RoleBinding names it"),
+    ];
+    lines.extend(sa_kubeconfig_commands(ns, "controller"));
+    lines
+}
+
+/// Runs [`no_rbac_commands`]; the kubeconfig's path and the `$` lines.
+pub(super) async fn no_rbac_setup(env: &Env, ns: &str) -> Result<(PathBuf, Vec<String>)> {
+    let mut shown = Vec::new();
+    for line in no_rbac_commands(ns) {
+        env.shell(&line).await?;
+        shown.push(format!("$ {line}"));
+    }
+    Ok((crate::repo_root().join(SA_KUBECONFIG), shown))
+}
+
+/// `kubectl create namespace NS`: every scenario has a namespace of its own.
+pub(super) fn create_namespace_command(ns: &str) -> String {
+    format!("kubectl create namespace {ns}")
+}
+
+/// The `kubectl` command that creates a Foo.
 pub(super) fn create_foo_command(ns: &str, name: &str, deployment: &str, replicas: i32) -> String {
     format!(
         r#"kubectl -n {ns} create -f - <<<'{{"apiVersion": "samplecontroller.k8s.io/v1alpha1", "kind": "Foo", "metadata": {{"name": "{name}"}}, "spec": {{"deploymentName": "{deployment}", "replicas": {replicas}}}}}'"#
     )
 }
 
-/// Notes `kubectl create` of a Foo in the transcript, then creates it
-/// ([`harness::create_foo`]).
+/// The `kubectl` command that creates a Deployment nobody owns, of `nginx:latest`.
+pub(super) fn foreign_deployment_command(ns: &str, name: &str) -> String {
+    format!("kubectl -n {ns} create deployment {name} --image nginx:latest   # no owner")
+}
+
+/// Creates a Foo with `kubectl create` ([`create_foo_command`]).
 pub(super) async fn create_foo(
     run: &mut Run,
-    client: &Client,
+    env: &Env,
     ns: &str,
     name: &str,
     deployment: &str,
     replicas: i32,
-) -> Result<Foo> {
-    run.note(create_foo_command(ns, name, deployment, replicas))
-        .await;
-    harness::create_foo(client, ns, name, deployment, Some(replicas)).await
+) -> Result<()> {
+    run.run(env, create_foo_command(ns, name, deployment, replicas))
+        .await
 }
 
-/// Creates a Deployment nobody owns, of `nginx:latest`
-/// ([`harness::create_foreign_deployment`]), noting the `kubectl` command in
-/// `run`'s transcript if there is one.
+/// Creates a Deployment nobody owns ([`foreign_deployment_command`]).
 pub(super) async fn create_foreign_deployment(
-    run: Option<&mut Run>,
-    client: &Client,
+    run: &mut Run,
+    env: &Env,
     ns: &str,
     name: &str,
 ) -> Result<()> {
-    if let Some(run) = run {
-        run.note(format!(
-            "kubectl -n {ns} create deployment {name} --image nginx:latest   # no owner"
-        ))
-        .await;
-    }
-    harness::create_foreign_deployment(client, ns, name, "nginx:latest", &[]).await?;
-    Ok(())
+    run.run(env, foreign_deployment_command(ns, name)).await
 }
 
-pub(super) async fn patch_replicas<K>(
+/// `kubectl patch KIND NAME` to `replicas: n`.
+pub(super) async fn patch_replicas(
     run: &mut Run,
-    api: &Api<K>,
+    env: &Env,
+    ns: &str,
     kind: &str,
     name: &str,
     n: i32,
-) -> Result<K>
-where
-    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
-{
-    let ns = api.namespace().unwrap_or("default");
-    run.note(format!(
-        "kubectl -n {ns} patch {kind} {name} --type merge -p '{{\"spec\":{{\"replicas\":{n}}}}}'"
-    ))
-    .await;
-    Ok(api
-        .patch(
-            name,
-            &PatchParams::default(),
-            &Patch::Merge(json!({"spec": {"replicas": n}})),
-        )
-        .await?)
+) -> Result<()> {
+    run.run(
+        env,
+        format!(
+            "kubectl -n {ns} patch {kind} {name} --type merge -p '{{\"spec\":{{\"replicas\":{n}}}}}'"
+        ),
+    )
+    .await
 }
 
-/// Notes `kubectl delete` in the transcript, then deletes the object
-/// ([`harness::delete`]); fails if it did not exist.
-pub(super) async fn delete<K>(run: &mut Run, api: &Api<K>, kind: &str, name: &str) -> Result<()>
-where
-    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
-{
-    let ns = api.namespace().unwrap_or("default");
-    run.note(format!("kubectl -n {ns} delete {kind} {name}"))
-        .await;
-    ensure!(harness::delete(api, name).await?, "{kind} {name} not found");
-    Ok(())
+/// `kubectl delete KIND NAME`.
+pub(super) async fn delete(
+    run: &mut Run,
+    env: &Env,
+    ns: &str,
+    kind: &str,
+    name: &str,
+) -> Result<()> {
+    run.run(env, format!("kubectl -n {ns} delete {kind} {name}"))
+        .await
 }
 
 /// Polls `check` every 200 ms until it returns `Some` ([`harness::eventually`]
@@ -426,24 +540,10 @@ where
     harness::eventually(what, WAIT, check).await
 }
 
-/// `kubectl get foos,deployments` as the steps print tables.
-pub(super) async fn kubectl_get(run: &mut Run, client: &Client, ns: &str) -> Result<()> {
-    let foos = Api::<Foo>::namespaced(client.clone(), ns)
-        .list(&ListParams::default())
-        .await?;
-    let deployments = Api::<Deployment>::namespaced(client.clone(), ns)
-        .list(&ListParams::default())
-        .await?;
-    run.note(format!("kubectl -n {ns} get foos,deployments"))
-        .await;
-    for line in show::foos(&foos.items).lines() {
-        run.transcript.push(line.to_string());
-    }
-    run.transcript.push(String::new());
-    for line in show::deployments(&deployments.items).lines() {
-        run.transcript.push(line.to_string());
-    }
-    Ok(())
+/// `kubectl get foos,deployments`, and what kubectl printed.
+pub(super) async fn kubectl_get(run: &mut Run, env: &Env, ns: &str) -> Result<()> {
+    run.show(env, format!("kubectl -n {ns} get foos,deployments"))
+        .await
 }
 
 /// Replicas of step 8 with `--leader-elect`, run at once as the

@@ -32,6 +32,7 @@ pub fn check() -> Result<()> {
     let pages = markdown_pages(&src)?;
     failures.extend(check_includes(&pages)?);
     failures.extend(check_step_chapters(&src)?);
+    failures.extend(super::runit::check_run_it(&src)?);
     failures.extend(check_go_links(&pages));
     failures.extend(check_summary(&src, &pages)?);
     println!("==> book check: Go excerpts and Go line links against the pinned Go module");

@@ -9,7 +9,8 @@
 //! * `build`: `mdbook-mermaid install book` (regenerates the gitignored
 //!   mermaid JS), then `mdbook build book`.
 //! * `check`: source checks (every include and anchor resolves, every step has
-//!   a chapter that includes its code and its output, every Go link is pinned,
+//!   a chapter that includes its code and its output, whose "Run it" block runs
+//!   the commands of its captures (runit.rs), every Go link is pinned,
 //!   every Go excerpt and Go line link names what it shows: gosource.rs), the
 //!   build, a link check of the rendered HTML, and every page in headless
 //!   Chromium (diagrams drawn, silent console, Go panes; chromium.rs), with
@@ -20,12 +21,14 @@
 //!
 //! The module's files, one job each: `tools.rs` (the pinned mdBook tools,
 //! what installs them, `build`), `check.rs` (`check` and its helpers),
+//! `runit.rs` (the step chapters' "Run it" blocks against their captures),
 //! `capture.rs` (the machinery of `outputs`: the list of files, writing them,
 //! the transcript of a step run) and `scenarios/` (one capture a file of
 //! `book/src/outputs/`).
 
 mod capture;
 mod check;
+mod runit;
 mod scenarios;
 mod tools;
 

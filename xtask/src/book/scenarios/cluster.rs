@@ -7,11 +7,8 @@ use std::process::Command;
 use std::time::Duration;
 
 use anyhow::{Context, Result, ensure};
-use kube::Client;
-use kube::api::{Api, Patch, PatchParams, PostParams};
-use sample_controller::{Foo, show};
-use serde_json::json;
-use testcluster::ControlPlane;
+use kube::api::Api;
+use sample_controller::Foo;
 
 use crate::book::capture::*;
 
@@ -77,14 +74,13 @@ async fn curl_lines(port: u16) -> Result<Vec<String>> {
 
 /// Step 8 as a ServiceAccount that RBAC grants nothing: it warns about every
 /// missing permission, then runs, and each watcher logs its 403 and retries.
-pub(in crate::book) async fn rbac_warnings(env: &Env, cp: &ControlPlane) -> Result<Vec<String>> {
+pub(in crate::book) async fn rbac_warnings(env: &Env) -> Result<Vec<String>> {
     let ns = "book-rbac-warnings";
-    testcluster::create_namespace(&env.client, ns).await?;
-    let path = cp.service_account_kubeconfig(ns, "controller").await?;
+    let (path, setup) = no_rbac_setup(env, ns).await?;
     let mut run = Run::start_with(env, &path, "step-8", ns, &[])?;
-    run.transcript[0] = format!(
-        "$ cargo run --bin step-8 -- --kubeconfig sa.kubeconfig --namespace {ns}   # a token of ServiceAccount {ns}/controller, which no RoleBinding names"
-    );
+    run.transcript[0] =
+        format!("$ cargo run --bin step-8 -- --kubeconfig {SA_KUBECONFIG} --namespace {ns}");
+    run.transcript.splice(0..0, setup);
     run.expect(&["Waiting for informer caches to sync"]).await?;
     // The first 403 of each of the two watches, in whichever order they come
     // (a streaming list starts with a watch, so the refused verb may be either).
@@ -115,15 +111,32 @@ pub(in crate::book) async fn rbac_warnings(env: &Env, cp: &ControlPlane) -> Resu
 /// Step 8's `/metrics` after it synced one Foo and kept failing on another.
 pub(in crate::book) async fn metrics(env: &Env) -> Result<Vec<String>> {
     let ns = "book-metrics";
-    testcluster::create_namespace(&env.client, ns).await?;
-    create_foreign_deployment(None, &env.client, ns, "occupied").await?;
+    let mut lines = Vec::new();
+    let before = [
+        create_namespace_command(ns),
+        foreign_deployment_command(ns, "occupied"),
+    ];
+    for line in before {
+        env.shell(&line).await?;
+        lines.push(format!("$ {line}"));
+    }
     port_free(METRICS_PORT)?;
     let address = format!("127.0.0.1:{METRICS_PORT}");
     let mut run = Run::start(env, "step-8", ns, &["--http-address", &address])?;
+    lines.push(format!(
+        "$ cargo run --bin step-8 -- --namespace {ns} --http-address {address} &"
+    ));
     run.expect(&["Starting workers"]).await?;
-    create_foo(&mut run, &env.client, ns, "example-foo", "example-foo", 1).await?;
-    create_foo(&mut run, &env.client, ns, "blocked", "occupied", 1).await?;
-    let blocked_at = tokio::time::Instant::now();
+    let foos = [
+        format!("kubectl -n {ns} apply -f manifests/example-foo.yaml"),
+        create_foo_command(ns, "blocked", "occupied", 1),
+    ];
+    let mut blocked_at = tokio::time::Instant::now();
+    for line in foos {
+        env.shell(&line).await?;
+        blocked_at = tokio::time::Instant::now();
+        lines.push(format!("$ {line}"));
+    }
     let foos: Api<Foo> = Api::namespaced(env.client.clone(), ns);
     eventually("1 available replica in example-foo's status", || {
         let foos = foos.clone();
@@ -147,87 +160,53 @@ pub(in crate::book) async fn metrics(env: &Env) -> Result<Vec<String>> {
     .await;
     let (code, body) = testcluster::http_get(METRICS_PORT, "/metrics").await?;
     ensure!(code == 200, "/metrics answered {code}");
-    let mut lines = vec![
-        format!("$ kubectl -n {ns} create deployment occupied --image nginx:latest   # no owner"),
-        format!("$ cargo run --bin step-8 -- --namespace {ns} --http-address {address} &"),
-        format!(
-            "$ {}",
-            create_foo_command(ns, "example-foo", "example-foo", 1)
-        ),
-        format!("$ {}", create_foo_command(ns, "blocked", "occupied", 1)),
-        "$ sleep 10".to_string(),
-        format!("$ curl -s {address}/metrics"),
-    ];
+    lines.push("$ sleep 10".to_string());
+    lines.push(format!("$ curl -s {address}/metrics"));
     lines.extend(body.lines().map(str::to_string));
     run.terminate().await?;
     Ok(lines)
 }
 
-/// `kubectl apply --server-side -f manifests/<file>`: applies every object in it.
-async fn apply_manifest(client: &Client, file: &str) -> Result<()> {
-    let path = crate::repo_root().join("manifests").join(file);
-    let text =
-        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
-    for object in testcluster::yaml_documents(&text)? {
-        testcluster::apply_object(client, &object, "book-outputs", false).await?;
-    }
-    Ok(())
+/// The command lines of the leader-election transcripts' setup.
+fn leader_setup_commands() -> [String; 2] {
+    [
+        "kubectl apply -f manifests/rbac.yaml".to_string(),
+        format!(
+            "kubectl create namespace {LEADER_NS} && kubectl -n {LEADER_NS} apply -f manifests/example-foo.yaml"
+        ),
+    ]
 }
 
-/// The leader-election transcripts' setup (idempotent): `manifests/rbac.yaml`,
-/// the namespace `book-leader` with `manifests/example-foo.yaml` in it, and a
-/// kubeconfig with a token of the manifests' ServiceAccount.
-async fn leader_setup(env: &Env, cp: &ControlPlane) -> Result<PathBuf> {
-    apply_manifest(&env.client, "rbac.yaml").await?;
-    match testcluster::create_namespace(&env.client, LEADER_NS).await {
-        Err(err) if format!("{err:#}").contains("already exists") => {}
-        other => other?,
-    }
-    let path = crate::repo_root().join("manifests/example-foo.yaml");
-    let foo: Foo = serde_yaml::from_str(&std::fs::read_to_string(&path)?)?;
-    match Api::<Foo>::namespaced(env.client.clone(), LEADER_NS)
-        .create(&PostParams::default(), &foo)
-        .await
-    {
-        Err(kube::Error::Api(status)) if status.code == 409 => {}
-        other => {
-            other?;
+/// The leader-election transcripts' setup (the namespace once: the second
+/// transcript reuses it): [`leader_setup_commands`], and a kubeconfig with a
+/// token of the manifests' ServiceAccount ([`sa_kubeconfig_commands`]).
+async fn leader_setup(env: &Env) -> Result<PathBuf> {
+    use k8s_openapi::api::core::v1::Namespace;
+    let namespaces: Api<Namespace> = Api::all(env.client.clone());
+    if namespaces.get_opt(LEADER_NS).await?.is_none() {
+        for line in leader_setup_commands() {
+            env.shell(&line).await?;
         }
     }
-    cp.service_account_kubeconfig(CONTROLLER_NS, "sample-controller")
-        .await
+    sa_kubeconfig(env, CONTROLLER_NS, "sample-controller").await
 }
 
 /// The command line that starts replica `name` in the transcripts.
 fn replica_command(name: &str, port: u16) -> String {
     format!(
-        "$ POD_NAME={name} cargo run --bin step-8 -- --kubeconfig sa.kubeconfig --namespace {LEADER_NS} --leader-elect {} --http-address 127.0.0.1:{port} &",
+        "$ POD_NAME={name} cargo run --bin step-8 -- --kubeconfig {SA_KUBECONFIG} --namespace {LEADER_NS} --leader-elect {} --http-address 127.0.0.1:{port} &",
         LEASE_FLAGS.join(" ")
     )
 }
 
-/// `kubectl get lease` in the transcripts: holder, duration, transitions.
-async fn lease_table(client: &Client) -> Result<Vec<String>> {
-    use k8s_openapi::api::coordination::v1::Lease;
-    let lease = Api::<Lease>::namespaced(client.clone(), CONTROLLER_NS)
-        .get("sample-controller")
-        .await?;
-    let spec = lease.spec.unwrap_or_default();
-    let row = vec![
-        spec.holder_identity.unwrap_or_else(|| "<none>".into()),
-        spec.lease_duration_seconds
-            .map_or("<none>".into(), |d| d.to_string()),
-        spec.lease_transitions
-            .map_or("<none>".into(), |t| t.to_string()),
-    ];
-    let mut lines = vec![format!(
-        ">>> kubectl -n {CONTROLLER_NS} get lease sample-controller -o custom-columns=HOLDER:.spec.holderIdentity,DURATION:.spec.leaseDurationSeconds,TRANSITIONS:.spec.leaseTransitions"
-    )];
-    lines.extend(
-        show::table(&["HOLDER", "DURATION", "TRANSITIONS"], &[row])
-            .lines()
-            .map(str::to_string),
+/// `kubectl get lease` in the transcripts (holder, duration, transitions),
+/// and what kubectl printed.
+async fn lease_table(env: &Env) -> Result<Vec<String>> {
+    let line = format!(
+        "kubectl -n {CONTROLLER_NS} get lease sample-controller -o 'custom-columns=HOLDER:.spec.holderIdentity,DURATION:.spec.leaseDurationSeconds,TRANSITIONS:.spec.leaseTransitions'"
     );
+    let mut lines = vec![format!(">>> {line}")];
+    lines.extend(env.shell(&line).await?);
     Ok(lines)
 }
 
@@ -241,21 +220,22 @@ async fn until_ready(port: u16) -> Result<()> {
 
 /// Two replicas: `a` leads, `b` stands by; `a` gets SIGTERM, releases the
 /// Lease, and `b` takes it at its next look (every retry period, 2 s).
-pub(in crate::book) async fn leader_election(env: &Env, cp: &ControlPlane) -> Result<Vec<String>> {
-    let kubeconfig = leader_setup(env, cp).await?;
-    let mut replicas = Replicas::new(vec![
-        "$ kubectl apply -f manifests/rbac.yaml".to_string(),
-        format!(
-            "$ kubectl create namespace {LEADER_NS} && kubectl -n {LEADER_NS} apply -f manifests/example-foo.yaml"
-        ),
+pub(in crate::book) async fn leader_election(env: &Env) -> Result<Vec<String>> {
+    let kubeconfig = leader_setup(env).await?;
+    let mut header: Vec<String> = leader_setup_commands()
+        .iter()
+        .chain(&sa_kubeconfig_commands(CONTROLLER_NS, "sample-controller"))
+        .map(|line| format!("$ {line}"))
+        .collect();
+    header.extend([
         format!(
             "$ export POD_NAMESPACE={CONTROLLER_NS}   # what the downward API sets in the Pods"
         ),
-        "$ # sa.kubeconfig: a token of the ServiceAccount sample-controller/sample-controller (kubectl create token)".to_string(),
         replica_command("a", PORT_A),
         replica_command("b", PORT_B),
         "   (each line below is prefixed with the replica that printed it)".to_string(),
     ]);
+    let mut replicas = Replicas::new(header);
     replicas.start(env, &kubeconfig, "a", PORT_A)?;
     replicas.expect("a", &["Starting workers"]).await?;
     replicas.start(env, &kubeconfig, "b", PORT_B)?;
@@ -280,7 +260,7 @@ pub(in crate::book) async fn leader_election(env: &Env, cp: &ControlPlane) -> Re
     .await?;
     // b reads the Lease every 2 s: let it see a as the holder before a stops.
     replicas.drain_for(Duration::from_secs(3)).await;
-    let table = lease_table(&env.client).await?;
+    let table = lease_table(env).await?;
     replicas.lines(table).await;
     let (curl_a, curl_b) = (curl_lines(PORT_A).await?, curl_lines(PORT_B).await?);
     replicas.lines(curl_a).await;
@@ -302,23 +282,17 @@ pub(in crate::book) async fn leader_election(env: &Env, cp: &ControlPlane) -> Re
     ));
     replicas.expect("b", &["Starting workers"]).await?;
     until_ready(PORT_B).await?;
-    let table = lease_table(&env.client).await?;
+    let table = lease_table(env).await?;
     replicas.lines(table).await;
     let curl_b = curl_lines(PORT_B).await?;
     replicas.lines(curl_b).await;
 
     // b reconciles now.
-    replicas
-        .note(format!(
-            "kubectl -n {LEADER_NS} patch foo example-foo --type merge -p '{{\"spec\":{{\"replicas\":2}}}}'"
-        ))
-        .await;
-    foos.patch(
-        "example-foo",
-        &PatchParams::default(),
-        &Patch::Merge(json!({"spec": {"replicas": 2}})),
-    )
-    .await?;
+    let scale = format!(
+        "kubectl -n {LEADER_NS} patch foo example-foo --type merge -p '{{\"spec\":{{\"replicas\":2}}}}'"
+    );
+    replicas.note(scale.as_str()).await;
+    env.shell(&scale).await?;
     eventually("2 available replicas in example-foo's status", || {
         available(2)
     })
@@ -336,8 +310,8 @@ pub(in crate::book) async fn leader_election(env: &Env, cp: &ControlPlane) -> Re
 
 /// A frozen leader (SIGSTOP) loses the Lease to the standby; resumed
 /// (SIGCONT), it finds another holder and exits with status 1.
-pub(in crate::book) async fn leader_lost(env: &Env, cp: &ControlPlane) -> Result<Vec<String>> {
-    let kubeconfig = leader_setup(env, cp).await?;
+pub(in crate::book) async fn leader_lost(env: &Env) -> Result<Vec<String>> {
+    let kubeconfig = leader_setup(env).await?;
     let mut replicas = Replicas::new(vec![
         replica_command("a", PORT_A),
         replica_command("b", PORT_B),
@@ -362,7 +336,7 @@ pub(in crate::book) async fn leader_lost(env: &Env, cp: &ControlPlane) -> Result
     ));
     replicas.expect("b", &["Starting workers"]).await?;
     until_ready(PORT_B).await?;
-    let table = lease_table(&env.client).await?;
+    let table = lease_table(env).await?;
     replicas.lines(table).await;
 
     replicas.note("kill -CONT %1   # a").await;
