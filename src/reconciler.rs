@@ -378,12 +378,27 @@ async fn sync(foo: &Foo, ctx: &Context) -> Result<(), Error> {
     let api: Api<Deployment> = Api::namespaced(ctx.client.clone(), &namespace);
     let desired = new_deployment(foo);
     let mut changed = false;
-    let deployment = match ctx
+    let mut confirmed = None;
+    let (foo, deployment) = match ctx
         .deployments
         .get(&ObjectRef::new(name).within(&namespace))
     {
-        Some(cached) => cached,
+        Some(cached) => (foo, cached),
         None => {
+            // The cached Foo may be one the API server deleted meanwhile:
+            // the Foo watch can lag behind the Deployment watch (while it
+            // lists again, say), and the garbage collector deletes a deleted
+            // Foo's Deployment at once. A Deployment created for it would be
+            // garbage-collected, which triggers this Foo again, and so on
+            // until the Foo cache catches up. The status write, first,
+            // proves the Foo exists. Go has no such check.
+            let foo = match report_none_available(ctx, foo).await? {
+                Some(stored) => &*confirmed.insert(stored),
+                None => {
+                    tracing::info!("Foo no longer exists; its Deployment is not created");
+                    return Ok(());
+                }
+            };
             // A create, not an apply: an apply would merge into a Deployment
             // of that name that our cache has not seen yet, even one we do
             // not own. A create fails on it with 409 AlreadyExists instead.
@@ -393,7 +408,7 @@ async fn sync(foo: &Foo, ctx: &Context) -> Result<(), Error> {
                 ..PostParams::default()
             };
             changed = true;
-            Arc::new(api.create(&params, &desired).await?)
+            (foo, Arc::new(api.create(&params, &desired).await?))
         }
     };
 
@@ -431,6 +446,35 @@ async fn sync(foo: &Foo, ctx: &Context) -> Result<(), Error> {
         .await;
     }
     Ok(())
+}
+
+/// Applies the status a Foo without a Deployment has, 0 available, before
+/// its Deployment is created; returns the Foo as stored, or `None` if the
+/// API server no longer has it (a write to the status subresource never
+/// creates the object: 404).
+///
+/// No extra write: the reconcile would write this status after the create
+/// anyway (a new Deployment has nothing available yet, and a Foo whose
+/// Deployment is gone has nothing available either); it comes first instead.
+/// The Foo's UID makes it fail rather than write to another Foo of the same
+/// name created since the cache saw this one.
+async fn report_none_available(ctx: &Context, foo: &Foo) -> Result<Option<Foo>, Error> {
+    let status = serde_json::json!({
+        "apiVersion": Foo::api_version(&()),
+        "kind": Foo::kind(&()),
+        "metadata": {"uid": foo.uid()},
+        "status": FooStatus { available_replicas: 0 },
+    });
+    let api: Api<Foo> = Api::namespaced(ctx.client.clone(), &foo.namespace().unwrap_or_default());
+    let params = PatchParams::apply(FIELD_MANAGER).force();
+    match api
+        .patch_status(&foo.name_any(), &params, &Patch::Apply(status))
+        .await
+    {
+        Ok(stored) => Ok(Some(stored)),
+        Err(kube::Error::Api(status)) if status.code == 404 => Ok(None),
+        Err(err) => Err(err.into()),
+    }
 }
 // ANCHOR_END: sync
 
@@ -696,21 +740,59 @@ mod tests {
         })
     }
 
+    /// The status apply [`report_none_available`] sends for `foo`.
+    fn none_available(foo: &Foo) -> serde_json::Value {
+        let mut status = status_apply(0);
+        status["metadata"] = json!({"uid": foo.uid()});
+        status
+    }
+
     #[tokio::test]
-    async fn a_new_foo_gets_a_created_deployment_an_applied_status_and_an_event() {
+    async fn a_new_foo_gets_an_applied_status_a_created_deployment_and_an_event() {
         let foo = foo("test", Some(1));
         let (client, mut server) = mock_client();
         let ctx = context(client, vec![]);
         let created = serde_json::to_value(stored(new_deployment(&foo), 0)).unwrap();
-        let reply = serde_json::to_value(&foo).unwrap();
+        let mut with_status = foo.clone();
+        with_status.status = Some(FooStatus {
+            available_replicas: 0,
+        });
+        let reply = serde_json::to_value(&with_status).unwrap();
+        let expected = none_available(&foo);
         let api = tokio::spawn(async move {
-            server.expect(Method::POST, DEPLOYMENTS, 201, created).await;
+            // The status first: it proves the Foo exists before the create.
             let status = server.expect(Method::PATCH, FOO_STATUS, 200, reply).await;
-            assert_eq!(status.body, status_apply(0));
+            assert_eq!(status.body, expected);
             assert!(status.query.contains("fieldManager=sample-controller"));
             assert!(status.query.contains("force=true"));
+            server.expect(Method::POST, DEPLOYMENTS, 201, created).await;
+            // The new Deployment has 0 available, as the status already says.
             assert_eq!(server.expect_event().await.body["reason"], "Synced");
             server.expect_silence().await;
+        });
+        reconcile(Arc::new(foo), ctx).await.unwrap();
+        api.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_foo_deleted_since_the_cache_saw_it_gets_no_deployment() {
+        // Fault 12 of tests/faults.rs: the Foo watch lags, the garbage
+        // collector has deleted the deleted Foo's Deployment, and that
+        // delete triggers the Foo still in the cache.
+        let mut foo = foo("test", Some(1));
+        foo.status = Some(FooStatus {
+            available_replicas: 1,
+        });
+        let (client, mut server) = mock_client();
+        let ctx = context(client, vec![]);
+        let gone = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                          "message": "foos.samplecontroller.k8s.io \"test\" not found",
+                          "reason": "NotFound", "code": 404});
+        let expected = none_available(&foo);
+        let api = tokio::spawn(async move {
+            let status = server.expect(Method::PATCH, FOO_STATUS, 404, gone).await;
+            assert_eq!(status.body, expected);
+            server.expect_silence().await; // no create, no Event
         });
         reconcile(Arc::new(foo), ctx).await.unwrap();
         api.await.unwrap();

@@ -971,3 +971,533 @@ async fn fault_9_a_forbidden_verb_is_warned_and_recovers_in_step_8_and_refused_a
     );
     report_steps(9, &[("step 8", eight), ("step 7", seven)]);
 }
+
+/// Every UID each Deployment of a namespace had, seen by a watch of the
+/// test's own (straight to the API server, never through a fault proxy) in
+/// the background: a Deployment that exists for a moment only, created and
+/// garbage-collected between two polls, is seen too.
+struct Sightings {
+    uids: Arc<std::sync::Mutex<std::collections::HashMap<String, Vec<String>>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Sightings {
+    /// Starts watching `ns` and returns once the watch holds its first list.
+    async fn start(client: &Client, ns: &str) -> Sightings {
+        use futures::StreamExt;
+        use kube::runtime::watcher;
+        let uids = Arc::new(std::sync::Mutex::new(std::collections::HashMap::<
+            String,
+            Vec<String>,
+        >::new()));
+        let (listed, on_list) = tokio::sync::oneshot::channel();
+        let mut listed = Some(listed);
+        let seen = uids.clone();
+        let api: Api<Deployment> = Api::namespaced(client.clone(), ns);
+        let task = tokio::spawn(async move {
+            let mut events = watcher(api, watcher::Config::default()).boxed();
+            while let Some(event) = events.next().await {
+                match event {
+                    Ok(watcher::Event::Apply(d) | watcher::Event::InitApply(d)) => {
+                        let mut seen = seen.lock().unwrap();
+                        let uids = seen.entry(d.name_any()).or_default();
+                        let uid = d.uid().unwrap_or_default();
+                        if !uids.contains(&uid) {
+                            uids.push(uid);
+                        }
+                    }
+                    Ok(watcher::Event::InitDone) => {
+                        if let Some(listed) = listed.take() {
+                            let _ = listed.send(());
+                        }
+                    }
+                    Ok(_) => {}
+                    // The watcher retries; a pause here loses nothing (it
+                    // resumes from its resourceVersion or lists again).
+                    Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
+                }
+            }
+        });
+        on_list.await.expect("the Deployment watch lists");
+        Sightings { uids, task }
+    }
+
+    /// The UIDs Deployment `name` had, in the order they were seen.
+    fn uids(&self, name: &str) -> Vec<String> {
+        self.uids
+            .lock()
+            .unwrap()
+            .get(name)
+            .cloned()
+            .unwrap_or_default()
+    }
+}
+
+impl Drop for Sightings {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+#[tokio::test]
+async fn fault_10_etcd_restart_under_a_running_api_server_both_steps_stay_up_and_converge() {
+    // Its own control plane: without etcd, every other fault would stall.
+    let (mut cp, client) = own_cluster(Options::default()).await;
+    let mut scenes = Vec::new();
+    for bin in BOTH {
+        scenes.push(Scene::new(&client, 10, bin).await);
+    }
+    let mut running = join_all(scenes.iter().map(|s| s.start(cp.kubeconfig_path()))).await;
+    let pids: Vec<u32> = running.iter().map(|(step, _)| step.pid()).collect();
+    join_all(
+        scenes
+            .iter()
+            .zip(running.iter_mut())
+            .map(|(scene, (step, _))| async move {
+                create_foo(&scene.client, &scene.ns, "before", "before-nginx", Some(1)).await;
+                scene
+                    .until_converged(step, "before", "before-nginx", 1)
+                    .await;
+                // Created just before etcd stops: its sync may run into the outage.
+                create_foo(&scene.client, &scene.ns, "racing", "racing-nginx", Some(2)).await;
+            }),
+    )
+    .await;
+
+    cp.stop_etcd().unwrap();
+    let down = Instant::now();
+    // kube-apiserver stays up but cannot reach etcd: requests wait for it
+    // (up to kube-apiserver's 60 s request timeout), watches bring nothing.
+    join_all(
+        running
+            .iter_mut()
+            .map(|(step, _)| step.drain_for(Duration::from_secs(8))),
+    )
+    .await;
+    for (scene, (step, port)) in scenes.iter().zip(running.iter_mut()) {
+        if let Some(port) = port {
+            let alive_while_down = http_get(*port, "/healthz").await;
+            assert_eq!(
+                alive_while_down.map(|(c, _)| c),
+                Some(200),
+                "step 8 /healthz while etcd is down"
+            );
+        }
+        assert!(
+            step.is_running(),
+            "{} exited while etcd was down:\n{}",
+            scene.bin.label(),
+            step.output.join("\n")
+        );
+    }
+    cp.start_etcd().await.unwrap();
+    let down_for = down.elapsed();
+
+    let took = join_all(scenes.iter().zip(running.iter_mut()).map(
+        |(scene, (step, _))| async move {
+            let started = Instant::now();
+            let ns = &scene.ns;
+            create_foo(&scene.client, ns, "after", "after-nginx", Some(2)).await;
+            scene.set_replicas("before", 3).await;
+            scene
+                .until_converged(step, "racing", "racing-nginx", 2)
+                .await;
+            scene.until_converged(step, "after", "after-nginx", 2).await;
+            scene
+                .until_converged(step, "before", "before-nginx", 3)
+                .await;
+            started.elapsed()
+        },
+    ))
+    .await;
+
+    let mut lines = Vec::new();
+    for (((scene, (mut step, port)), pid), took) in scenes.iter().zip(running).zip(pids).zip(took) {
+        let label = scene.bin.label();
+        assert!(step.is_running(), "{label} must not restart");
+        assert_eq!(step.pid(), pid, "{label}");
+        let (status, output) = step.terminate().await;
+        assert!(status.success(), "{label}:\n{output}");
+        scene.assert_nothing_else_touched(&output).await;
+        let failed = output
+            .lines()
+            .filter(|l| l.contains("Error syncing"))
+            .count();
+        let healthz = if port.is_some() {
+            ", /healthz 200 while down"
+        } else {
+            ""
+        };
+        lines.push((
+            label,
+            format!(
+                "etcd stopped for {:.1}s under a running kube-apiserver and restarted on the same data: \
+                 stayed up (same PID{healthz}, {failed} failed syncs logged and retried); a Foo created \
+                 just before the stop, 1 created and 1 scaled after the restart converged in {:.1}s",
+                down_for.as_secs_f64(),
+                took.as_secs_f64()
+            ),
+        ));
+    }
+    report_steps(10, &lines);
+}
+
+/// Deletes the Foo CRD and waits until the API server no longer has it.
+async fn delete_crd(client: &Client) {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    delete(&crds, sample_controller::crd::CRD_NAME).await;
+    eventually("the Foo CRD is gone", || async {
+        crds.get_opt(sample_controller::crd::CRD_NAME)
+            .await
+            .unwrap()
+            .is_none()
+            .then_some(())
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn fault_11_a_crd_deleted_and_recreated_while_running_is_waited_for_and_new_foos_converge() {
+    // Its own control plane: deleting the CRD deletes every Foo of every
+    // other fault.
+    let (cp, client) = own_cluster(Options::default()).await;
+    // So that the Deployments of the Foos deleted with the CRD go at once.
+    garbage_collector_watches_foos(&client).await;
+    let mut scenes = Vec::new();
+    for bin in BOTH {
+        scenes.push(Scene::new(&client, 11, bin).await);
+    }
+    let mut running = join_all(scenes.iter().map(|s| s.start(cp.kubeconfig_path()))).await;
+    let pids: Vec<u32> = running.iter().map(|(step, _)| step.pid()).collect();
+    let mut sightings = Vec::new();
+    for scene in &scenes {
+        sightings.push(Sightings::start(&client, &scene.ns).await);
+    }
+    join_all(
+        scenes
+            .iter()
+            .zip(running.iter_mut())
+            .map(|(scene, (step, _))| async move {
+                create_foo(&scene.client, &scene.ns, "doomed", "doomed-nginx", Some(1)).await;
+                scene
+                    .until_converged(step, "doomed", "doomed-nginx", 1)
+                    .await;
+            }),
+    )
+    .await;
+
+    delete_crd(&client).await;
+    let deleted = Instant::now();
+    // The API server deleted every Foo with the CRD; the garbage collector
+    // removes their Deployments. Both steps keep running and say what is
+    // missing: their watches fail with 404 and are retried with backoff.
+    join_all(
+        scenes
+            .iter()
+            .zip(running.iter_mut())
+            .map(|(scene, (step, port))| async move {
+                step.until("doomed-nginx garbage-collected", || async {
+                    get_deployment(&scene.client, &scene.ns, "doomed-nginx")
+                        .await
+                        .is_none()
+                        .then_some(())
+                })
+                .await;
+                // The watch's error, over two lines: what is missing, and the fix.
+                let hint = "Install it with: kubectl apply -f manifests/crd.yaml";
+                if !step.output.iter().any(|l| l.contains(hint)) {
+                    step.expect(&[hint]).await;
+                }
+                assert!(
+                    step.output
+                        .iter()
+                        .any(|l| l.contains("cannot watch foos: the Foo CRD")
+                            && l.contains("is not installed")),
+                    "{}:\n{}",
+                    scene.bin.label(),
+                    step.output.join("\n")
+                );
+                // A few more retries. Not much longer: the watch backs off
+                // (800 ms doubling, each delay jittered up to twice), and the
+                // first watch after the re-creation is answered 410 Gone and
+                // costs one more backoff before the relist. After a 5 s
+                // outage that is at most about 30 s, within [`WAIT`].
+                step.drain_for(Duration::from_secs(3)).await;
+                assert!(
+                    step.is_running(),
+                    "{} exited without the CRD:\n{}",
+                    scene.bin.label(),
+                    step.output.join("\n")
+                );
+                // Alive and ready: a restart would not bring the CRD back.
+                if let Some(port) = port {
+                    for probe in ["/healthz", "/readyz"] {
+                        let answer = http_get(*port, probe).await.map(|(c, _)| c);
+                        assert_eq!(answer, Some(200), "step 8 {probe} without the CRD");
+                    }
+                }
+            }),
+    )
+    .await;
+    let crd = concat!(env!("CARGO_MANIFEST_DIR"), "/manifests/crd.yaml");
+    testcluster::install_crd(&client, crd).await.unwrap();
+    let missing_for = deleted.elapsed();
+
+    let took = join_all(scenes.iter().zip(running.iter_mut()).map(
+        |(scene, (step, _))| async move {
+            let started = Instant::now();
+            create_foo(&scene.client, &scene.ns, "reborn", "reborn-nginx", Some(2)).await;
+            scene
+                .until_converged(step, "reborn", "reborn-nginx", 2)
+                .await;
+            started.elapsed()
+        },
+    ))
+    .await;
+
+    let mut lines = Vec::new();
+    for ((((scene, (mut step, port)), pid), took), sightings) in scenes
+        .iter()
+        .zip(running)
+        .zip(pids)
+        .zip(took)
+        .zip(&sightings)
+    {
+        let label = scene.bin.label();
+        assert!(step.is_running(), "{label} must not restart");
+        assert_eq!(step.pid(), pid, "{label}");
+        let (status, output) = step.terminate().await;
+        assert!(status.success(), "{label}:\n{output}");
+        scene.assert_nothing_else_touched(&output).await;
+        // The Foo died with its CRD: its Deployment must not come back.
+        assert_eq!(
+            sightings.uids("doomed-nginx").len(),
+            1,
+            "{label}: the Deployment of a Foo deleted with its CRD was created again:\n{output}"
+        );
+        assert!(
+            get_deployment(&scene.client, &scene.ns, "doomed-nginx")
+                .await
+                .is_none(),
+            "{label}"
+        );
+        let warnings = output
+            .lines()
+            .filter(|l| l.contains("kubectl apply -f manifests/crd.yaml"))
+            .count();
+        let probes = if port.is_some() {
+            ", /healthz and /readyz 200"
+        } else {
+            ""
+        };
+        lines.push((
+            label,
+            format!(
+                "Foo CRD deleted while running (its Foo and, by garbage collection, the Deployment went with it) \
+                 and re-created {:.1}s later: stayed up (same PID{probes}), {warnings} warnings naming \
+                 `kubectl apply -f manifests/crd.yaml` meanwhile, the deleted Foo's Deployment never came back; \
+                 a Foo created after the re-creation converged in {:.1}s without a restart",
+                missing_for.as_secs_f64(),
+                took.as_secs_f64()
+            ),
+        ));
+    }
+    report_steps(11, &lines);
+}
+
+/// Waits until kube-controller-manager's garbage collector watches Foos. It
+/// looks for new resource types every 30 s, and until it has found Foos it
+/// leaves the dependents of a deleted Foo alone (then removes them seconds
+/// late, all at once). Deletes a Foo that owns a ConfigMap and waits for the
+/// ConfigMap to go.
+async fn garbage_collector_watches_foos(client: &Client) {
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use kube::Resource;
+    let ns = namespace(client, "gc-probe").await;
+    let foo = create_foo(client, &ns, "probe", "probe-nginx", Some(1)).await;
+    let configmaps: Api<ConfigMap> = Api::namespaced(client.clone(), &ns);
+    let dependent: ConfigMap = serde_json::from_value(json!({
+        "metadata": {"name": "dependent", "ownerReferences": [foo.controller_owner_ref(&())]},
+    }))
+    .unwrap();
+    configmaps
+        .create(&PostParams::default(), &dependent)
+        .await
+        .unwrap();
+    delete(&Api::<Foo>::namespaced(client.clone(), &ns), "probe").await;
+    eventually(
+        "the garbage collector removes a deleted Foo's dependent",
+        || async {
+            configmaps
+                .get_opt("dependent")
+                .await
+                .unwrap()
+                .is_none()
+                .then_some(())
+        },
+    )
+    .await;
+}
+
+/// Fault 12, for one step: every watch it opens ends with 410 Gone soon
+/// after its list, while Foos are created and deleted.
+async fn expired_watches(cp: &ControlPlane, client: &Client, bin: Bin) -> String {
+    const ROUNDS: usize = 8;
+    let label = bin.label();
+    let scene = Scene::new(client, 12, bin).await;
+    let watches = Arc::new(AtomicU32::new(0));
+    let foo_watches = Arc::new(AtomicU32::new(0));
+    let (counter, foo_counter) = (watches.clone(), foo_watches.clone());
+    // The Foo watch ends after its first event: it is down (backing off,
+    // then listing) most of the time, so a Foo is often deleted while the
+    // cache still holds it. The Deployment watch lasts longer, so it often
+    // sees the garbage collector delete that Foo's Deployment meanwhile.
+    let rule: proxy::Rule = Arc::new(move |method, path| {
+        if *method != http::Method::GET || !path.contains("watch=true") {
+            return Action::Forward;
+        }
+        counter.fetch_add(1, Ordering::SeqCst);
+        if path.contains("/foos?") {
+            foo_counter.fetch_add(1, Ordering::SeqCst);
+            Action::Expire {
+                events: 1,
+                after: Duration::from_secs(1),
+            }
+        } else {
+            Action::Expire {
+                events: 10,
+                after: Duration::from_secs(3),
+            }
+        }
+    });
+    let proxy = proxy::start(client.clone(), cp.data_dir(), &scene.ns, rule).await;
+    let sightings = Sightings::start(client, &scene.ns).await;
+    let (mut step, _) = scene.start(&proxy.kubeconfig).await;
+    let started = Instant::now();
+    for i in 0..ROUNDS {
+        let (keep, gone) = (format!("keep-{i}"), format!("gone-{i}"));
+        create_foo(client, &scene.ns, &keep, &format!("{keep}-nginx"), Some(1)).await;
+        create_foo(client, &scene.ns, &gone, &format!("{gone}-nginx"), Some(1)).await;
+        scene
+            .until_converged(&mut step, &gone, &format!("{gone}-nginx"), 1)
+            .await;
+        // Deleted as kubectl does (background): the Foo goes at once, the
+        // garbage collector removes its Deployment a moment later.
+        delete(&scene.foos(), &gone).await;
+    }
+    for i in 0..ROUNDS {
+        let keep = format!("keep-{i}");
+        scene
+            .until_converged(&mut step, &keep, &format!("{keep}-nginx"), 1)
+            .await;
+    }
+    let converged = started.elapsed();
+    // Two Foo watches asked for after the last delete: the first one's list
+    // came after it, and it ended (so its list was in) before the second.
+    // From then on the Foo cache holds no deleted Foo, and nothing may
+    // create a Deployment for one.
+    let since_delete = foo_watches.load(Ordering::SeqCst);
+    step.until("two Foo watches after the last delete", || async {
+        (foo_watches.load(Ordering::SeqCst) >= since_delete + 2).then_some(())
+    })
+    .await;
+    // A sync that read the stale cache just before may still be creating,
+    // and our own watch sees a create a moment late.
+    step.drain_for(Duration::from_secs(1)).await;
+    let deployments: Vec<String> = (0..ROUNDS).map(|i| format!("gone-{i}-nginx")).collect();
+    let recreated = |sightings: &Sightings| -> usize {
+        deployments
+            .iter()
+            .map(|d| sightings.uids(d).len().saturating_sub(1))
+            .sum()
+    };
+    let before_quiet = recreated(&sightings);
+    for deployment in &deployments {
+        step.until(&format!("{deployment} garbage-collected"), || async {
+            get_deployment(client, &scene.ns, deployment)
+                .await
+                .is_none()
+                .then_some(())
+        })
+        .await;
+    }
+    // Watches keep ending and relisting meanwhile.
+    step.drain_for(Duration::from_secs(10)).await;
+    let window = started.elapsed();
+    let output = step.output.join("\n");
+    assert_eq!(
+        recreated(&sightings),
+        before_quiet,
+        "{label}: a deleted Foo's Deployment was created after its Foo watch had relisted:\n{output}"
+    );
+    for deployment in &deployments {
+        assert!(
+            get_deployment(client, &scene.ns, deployment)
+                .await
+                .is_none(),
+            "{label}: {deployment} is back:\n{output}"
+        );
+    }
+    let expired = proxy.expired.load(Ordering::SeqCst);
+    let opened = watches.load(Ordering::SeqCst);
+    // Each round ended the Foo watch at least twice (two Foos created, one
+    // event each), whatever else ended.
+    assert!(
+        expired as usize >= 2 * ROUNDS,
+        "{label}: only {expired} of {opened} watches ended with 410 in {window:?}"
+    );
+    assert!(step.is_running(), "{label}");
+    let (status, output) = step.terminate().await;
+    assert!(status.success(), "{label}:\n{output}");
+    scene.assert_nothing_else_touched(&output).await;
+    let revived = recreated(&sightings);
+    let deleted = match bin {
+        Eight => {
+            // Before it creates a Deployment, step 8 writes the Foo's status,
+            // which fails for a Foo that is gone.
+            for deployment in &deployments {
+                let uids = sightings.uids(deployment);
+                assert_eq!(
+                    uids.len(),
+                    1,
+                    "step 8: {deployment} of a deleted Foo was created again ({uids:?}):\n{output}"
+                );
+            }
+            let skipped = output
+                .lines()
+                .filter(|l| l.contains("Foo no longer exists; its Deployment is not created"))
+                .count();
+            format!(
+                "their Deployments garbage-collected and never recreated ({skipped} syncs of a deleted Foo \
+                 still cached stopped at the status write)"
+            )
+        }
+        // Go's program creates a missing Deployment for any Foo its lister
+        // holds: one deleted while its watch relists gets its Deployment back
+        // until the relist, and the garbage collector deletes each again.
+        Seven => format!(
+            "their Deployments garbage-collected; re-created {revived} times from the stale Foo cache \
+             while its watch relisted (as Go's program does), each garbage-collected, none after the relists"
+        ),
+    };
+    format!(
+        "every watch ended with 410 Gone (Foos after 1 event or 1s, Deployments after 10 events or 3s; \
+         {expired} ended, {opened} opened, each a streaming relist): {ROUNDS} Foos created and kept converged \
+         in {:.1}s; {ROUNDS} created, converged and deleted: {deleted} (watched for {:.0}s)",
+        converged.as_secs_f64(),
+        window.as_secs_f64()
+    )
+}
+
+#[tokio::test]
+async fn fault_12_watches_ended_with_410_gone_relist_without_missing_a_foo_or_reviving_a_deleted_one()
+ {
+    let (cp, client) = cluster().await;
+    // A garbage collector that has not found Foos yet would remove each
+    // deleted Foo's Deployment half a minute late, after every cache has
+    // caught up: then nothing could revive it.
+    garbage_collector_watches_foos(&client).await;
+    let lines = join_all(BOTH.map(|bin| expired_watches(cp, &client, bin))).await;
+    report_steps(12, &labelled(lines));
+}

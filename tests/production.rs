@@ -174,7 +174,9 @@ fn step_8_needs(resource: &str, verb: &str) -> Option<(Stage, &'static str)> {
         // Step 8's watchers use streaming lists: the initial list is itself a
         // WATCH (sendInitialEvents), so without `watch` no cache ever syncs.
         ("foos", "watch") => (SyncsCaches, "the Foo watch, initial list included"),
-        ("foos/status", "patch") => (ReportsStatus, "the status write"),
+        // The status is written before a Deployment is created (it proves
+        // the Foo still exists): without the verb, nothing is created.
+        ("foos/status", "patch") => (CreatesDeployment, "the status write, first before a create"),
         ("deployments", "list") => (SyncsCaches, LIST_FALLBACK),
         ("deployments", "watch") => (SyncsCaches, "the Deployment watch, initial list included"),
         ("deployments", "create") => (CreatesDeployment, "creating a Foo's Deployment"),

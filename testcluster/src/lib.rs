@@ -143,8 +143,9 @@ pub struct ControlPlane {
     kubeconfig: PathBuf,
     server: String,
     processes: Vec<Process>,
-    /// Where kube-apiserver was in `processes`, its binary and flags, while it is stopped.
-    stopped_apiserver: Option<(usize, PathBuf, Vec<String>)>,
+    /// The processes stopped to be started again (kube-apiserver, etcd): which, the path of
+    /// its binary and its flags.
+    stopped: Vec<(Binary, PathBuf, Vec<String>)>,
 }
 
 /// A process died because a port chosen for it was taken in the meantime.
@@ -202,7 +203,7 @@ impl ControlPlane {
             detached: false,
             server: String::new(),
             processes: Vec::new(),
-            stopped_apiserver: None,
+            stopped: Vec::new(),
         };
         let started = Instant::now();
         let result = async {
@@ -405,37 +406,106 @@ impl ControlPlane {
     /// Stops kube-apiserver (by PID; etcd and the rest keep running). Start it
     /// again with [`ControlPlane::start_apiserver`].
     pub fn stop_apiserver(&mut self) -> Result<()> {
-        let index = self
-            .processes
-            .iter()
-            .position(|p| p.name == Binary::KubeApiserver.name())
-            .ok_or_else(|| anyhow!("kube-apiserver is not running"))?;
-        let old = self.processes.remove(index);
-        self.stopped_apiserver = Some((index, old.exe.clone(), old.args.clone()));
-        process::stop_all(&mut vec![old], STOP_GRACE);
-        process::write_record(&self.data_dir, &self.recorded())
+        self.stop(Binary::KubeApiserver)
     }
 
     /// Starts the kube-apiserver that [`ControlPlane::stop_apiserver`] stopped,
     /// with the same flags, and waits until it is ready. Its new log is
     /// `kube-apiserver-restarted.log`.
     pub async fn start_apiserver(&mut self) -> Result<()> {
-        let (index, exe, args) = self
-            .stopped_apiserver
-            .take()
-            .ok_or_else(|| anyhow!("kube-apiserver was not stopped"))?;
-        let log = self.log_dir().join("kube-apiserver-restarted.log");
-        let name = Binary::KubeApiserver.name();
-        let restarted = process::spawn(name, &exe, &args, &[], &log, self.detached)?;
-        self.processes.insert(index, restarted);
-        process::write_record(&self.data_dir, &self.recorded())?;
-        let client = self.client().await?;
+        self.start_again(Binary::KubeApiserver)?;
+        self.wait_for_apiserver("kube-apiserver /readyz after a restart")
+            .await
+    }
+
+    /// Stops etcd (by PID, SIGTERM: a clean stop) under a running kube-apiserver, which
+    /// then cannot read or write anything: for tests of how clients live through a storage
+    /// outage. Start it again with [`ControlPlane::start_etcd`].
+    pub fn stop_etcd(&mut self) -> Result<()> {
+        self.stop(Binary::Etcd)
+    }
+
+    /// Starts the etcd that [`ControlPlane::stop_etcd`] stopped, with the same flags (same
+    /// ports, same data directory, so every object is still there), and waits until etcd is
+    /// healthy and, if it runs, kube-apiserver is ready again (its `/readyz` checks etcd).
+    /// Its new log is `etcd-restarted.log`.
+    pub async fn start_etcd(&mut self) -> Result<()> {
+        let port = self
+            .stopped
+            .iter()
+            .find(|(binary, ..)| *binary == Binary::Etcd)
+            .and_then(|(_, _, args)| {
+                args.iter().find_map(|arg| {
+                    arg.strip_prefix("--listen-client-urls=http://127.0.0.1:")?
+                        .parse::<u16>()
+                        .ok()
+                })
+            })
+            .ok_or_else(|| anyhow!("etcd was not stopped"))?;
+        self.start_again(Binary::Etcd)?;
         self.wait_for(
-            "kube-apiserver /readyz after a restart",
-            APISERVER_TIMEOUT,
-            || get_ok(&client, "/readyz"),
+            "etcd /health after a restart",
+            COMPONENT_TIMEOUT,
+            || async move {
+                let (code, body) = http_get(port, "/health").await?;
+                Ok(code == 200 && body.contains(r#""health":"true""#))
+            },
         )
-        .await
+        .await?;
+        if self.is_running(Binary::KubeApiserver) {
+            self.wait_for_apiserver("kube-apiserver /readyz after etcd restarted")
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Whether a process of `binary` is running (not stopped).
+    fn is_running(&self, binary: Binary) -> bool {
+        self.processes.iter().any(|p| p.name == binary.name())
+    }
+
+    /// Stops the process of `binary` (SIGTERM by PID, SIGKILL after the grace period),
+    /// remembering how to start it again ([`ControlPlane::start_again`]).
+    fn stop(&mut self, binary: Binary) -> Result<()> {
+        let index = self
+            .processes
+            .iter()
+            .position(|p| p.name == binary.name())
+            .ok_or_else(|| anyhow!("{binary} is not running"))?;
+        let old = self.processes.remove(index);
+        self.stopped
+            .push((binary, old.exe.clone(), old.args.clone()));
+        process::stop_all(&mut vec![old], STOP_GRACE);
+        process::write_record(&self.data_dir, &self.recorded())
+    }
+
+    /// Starts a process that [`ControlPlane::stop`] stopped, with the same flags, logging to
+    /// `<name>-restarted.log`. It takes its place in start order again, which stopping reverses.
+    fn start_again(&mut self, binary: Binary) -> Result<()> {
+        let at = self
+            .stopped
+            .iter()
+            .position(|(b, ..)| *b == binary)
+            .ok_or_else(|| anyhow!("{binary} was not stopped"))?;
+        let (_, exe, args) = self.stopped.remove(at);
+        let name = binary.name();
+        let log = self.log_dir().join(format!("{name}-restarted.log"));
+        let restarted = process::spawn(name, &exe, &args, &[], &log, self.detached)?;
+        let rank = |name: &str| Binary::ALL.iter().position(|b| b.name() == name);
+        let index = self
+            .processes
+            .iter()
+            .position(|p| rank(&p.name) > rank(name))
+            .unwrap_or(self.processes.len());
+        self.processes.insert(index, restarted);
+        process::write_record(&self.data_dir, &self.recorded())
+    }
+
+    /// Waits until kube-apiserver answers `/readyz` with `ok`.
+    async fn wait_for_apiserver(&mut self, what: &str) -> Result<()> {
+        let client = self.client().await?;
+        self.wait_for(what, APISERVER_TIMEOUT, || get_ok(&client, "/readyz"))
+            .await
     }
 
     /// Starts `binary` (path from `exe`) with its log in the log directory and records it.

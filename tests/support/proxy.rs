@@ -5,13 +5,15 @@
 //! included, through an admin `kube::Client` to the real kube-apiserver,
 //! except where the test's rule says to delay it or to answer it itself.
 //! It lets a test place a fault at an exact request (the first status write,
-//! say) instead of hoping to hit a race.
+//! say) instead of hoping to hit a race, or end every watch the way the API
+//! server ends one it can no longer serve ([`Action::Expire`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use axum::body::Body;
+use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -24,6 +26,15 @@ pub enum Action {
     Delay(Duration),
     /// Answer it with this status code and `metav1.Status` body; the API server never sees it.
     Reply(StatusCode, serde_json::Value),
+    /// Pass a watch on, then end it as the API server ends a watch whose
+    /// resourceVersion its watch cache no longer holds: an `ERROR` event
+    /// whose object is a `metav1.Status` of code 410 (`Expired`, "too old
+    /// resource version"), then the end of the response. The client must
+    /// list again. It ends after `events` events (bookmarks not counted) or
+    /// after `after`, whichever comes first, both counted from the end of
+    /// the initial events of a streaming list (`sendInitialEvents=true`), so
+    /// that every list still arrives whole.
+    Expire { events: usize, after: Duration },
 }
 
 /// Decides per request, from its method and path-and-query.
@@ -33,7 +44,17 @@ pub type Rule = Arc<dyn Fn(&http::Method, &str) -> Action + Send + Sync>;
 pub struct Proxy {
     /// A kubeconfig whose server is the proxy.
     pub kubeconfig: PathBuf,
+    /// How many watches [`Action::Expire`] has ended so far.
+    pub expired: Arc<AtomicU32>,
     task: tokio::task::JoinHandle<()>,
+}
+
+/// What every request handler shares.
+#[derive(Clone)]
+struct Shared {
+    upstream: kube::Client,
+    rule: Rule,
+    expired: Arc<AtomicU32>,
 }
 
 impl Drop for Proxy {
@@ -69,13 +90,20 @@ pub async fn start(upstream: kube::Client, dir: &Path, name: &str, rule: Rule) -
         ),
     )
     .expect("write proxy kubeconfig");
-    let app = axum::Router::new()
-        .fallback(forward)
-        .with_state((upstream, rule));
+    let expired = Arc::new(AtomicU32::new(0));
+    let app = axum::Router::new().fallback(forward).with_state(Shared {
+        upstream,
+        rule,
+        expired: expired.clone(),
+    });
     let task = tokio::spawn(async move {
         let _ = axum::serve(listener, app).await;
     });
-    Proxy { kubeconfig, task }
+    Proxy {
+        kubeconfig,
+        expired,
+        task,
+    }
 }
 
 /// Hop-by-hop headers, and the ones the upstream client sets itself.
@@ -87,19 +115,34 @@ const SKIP: &[&str] = &[
     "authorization",
 ];
 
-async fn forward(State((upstream, rule)): State<(kube::Client, Rule)>, req: Request) -> Response {
+async fn forward(State(shared): State<Shared>, req: Request) -> Response {
+    let Shared {
+        upstream,
+        rule,
+        expired,
+    } = shared;
     let (parts, body) = req.into_parts();
     let target = parts
         .uri
         .path_and_query()
         .map(|p| p.as_str().to_string())
         .unwrap_or_else(|| "/".into());
+    let mut expire = None;
     match rule(&parts.method, &target) {
         Action::Forward => {}
         Action::Delay(period) => tokio::time::sleep(period).await,
         Action::Reply(code, body) => {
             let json = [(http::header::CONTENT_TYPE, "application/json")];
             return (code, json, body.to_string()).into_response();
+        }
+        Action::Expire { events, after } => {
+            let listing = target.contains("sendInitialEvents=true");
+            expire = Some(Expiry {
+                listing,
+                left: events,
+                after,
+                expired,
+            });
         }
     }
     let body = match axum::body::to_bytes(body, usize::MAX).await {
@@ -120,7 +163,11 @@ async fn forward(State((upstream, rule)): State<(kube::Client, Rule)>, req: Requ
     match upstream.send(request).await {
         Ok(response) => {
             let (parts, body) = response.into_parts();
-            let mut out = Response::new(Body::new(body));
+            let body = match expire {
+                Some(expiry) if parts.status.is_success() => expiry.apply(Body::new(body)),
+                _ => Body::new(body),
+            };
+            let mut out = Response::new(body);
             *out.status_mut() = parts.status;
             for (name, value) in &parts.headers {
                 if !SKIP.contains(&name.as_str()) {
@@ -130,5 +177,115 @@ async fn forward(State((upstream, rule)): State<(kube::Client, Rule)>, req: Requ
             out
         }
         Err(err) => (StatusCode::BAD_GATEWAY, err.to_string()).into_response(),
+    }
+}
+
+/// How [`Action::Expire`] ends one watch.
+struct Expiry {
+    /// Still in the initial events of a streaming list.
+    listing: bool,
+    /// Events to pass on before the end.
+    left: usize,
+    after: Duration,
+    expired: Arc<AtomicU32>,
+}
+
+/// A watch response being passed on, event (line) by event.
+struct Passing {
+    upstream: axum::body::BodyDataStream,
+    /// Bytes of an event not yet complete.
+    partial: Vec<u8>,
+    expiry: Expiry,
+    /// When the watch ends, once its initial events are through.
+    deadline: Option<tokio::time::Instant>,
+    done: bool,
+}
+
+impl Expiry {
+    /// `body`, a watch response, ended as this expiry says.
+    fn apply(self, body: Body) -> Body {
+        let deadline = (!self.listing).then(|| tokio::time::Instant::now() + self.after);
+        let passing = Passing {
+            upstream: body.into_data_stream(),
+            partial: Vec::new(),
+            expiry: self,
+            deadline,
+            done: false,
+        };
+        Body::from_stream(futures::stream::unfold(passing, Passing::next))
+    }
+}
+
+impl Passing {
+    /// The next bytes to send, or `None` once the response is over.
+    async fn next(mut self) -> Option<(Result<Bytes, axum::Error>, Passing)> {
+        use futures::StreamExt;
+        if self.done {
+            return None;
+        }
+        let expired = async {
+            match self.deadline {
+                Some(at) => tokio::time::sleep_until(at).await,
+                None => std::future::pending().await,
+            }
+        };
+        let chunk = tokio::select! {
+            chunk = self.upstream.next() => chunk,
+            () = expired => return Some((Ok(self.end()), self)),
+        };
+        match chunk {
+            Some(Ok(bytes)) => {
+                self.partial.extend_from_slice(&bytes);
+                let mut out = Vec::new();
+                while let Some(newline) = self.partial.iter().position(|&b| b == b'\n') {
+                    let line: Vec<u8> = self.partial.drain(..=newline).collect();
+                    self.count(&line);
+                    out.extend_from_slice(&line);
+                    if !self.expiry.listing && self.expiry.left == 0 {
+                        out.extend_from_slice(&self.end());
+                        break;
+                    }
+                }
+                Some((Ok(Bytes::from(out)), self))
+            }
+            Some(Err(err)) => {
+                self.done = true;
+                Some((Err(err), self))
+            }
+            None => {
+                self.done = true;
+                Some((Ok(Bytes::from(std::mem::take(&mut self.partial))), self))
+            }
+        }
+    }
+
+    /// Counts one event passed on.
+    fn count(&mut self, line: &[u8]) {
+        let event: serde_json::Value = serde_json::from_slice(line).unwrap_or_default();
+        let bookmark = event["type"] == "BOOKMARK";
+        if self.expiry.listing {
+            let initial_end = bookmark
+                && event["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"]
+                    == "true";
+            if initial_end {
+                self.expiry.listing = false;
+                self.deadline = Some(tokio::time::Instant::now() + self.expiry.after);
+            }
+        } else if !bookmark {
+            self.expiry.left = self.expiry.left.saturating_sub(1);
+        }
+    }
+
+    /// The 410 `ERROR` event that ends the watch.
+    fn end(&mut self) -> Bytes {
+        self.done = true;
+        self.expiry.expired.fetch_add(1, Ordering::SeqCst);
+        let gone = status(
+            410,
+            "Expired",
+            "too old resource version (the watch was ended by the test's fault proxy)",
+        );
+        let event = serde_json::json!({"type": "ERROR", "object": gone});
+        Bytes::from(format!("{event}\n"))
     }
 }

@@ -236,10 +236,10 @@ fn clear_fault_report() -> Result<()> {
     }
 }
 
-/// Prints the faults' summary lines in order; fails unless all nine reported.
+/// Prints the faults' summary lines in order; fails unless all twelve reported.
 fn print_fault_report() -> Result<()> {
     let mut lines = Vec::new();
-    for n in 1..=9 {
+    for n in 1..=12 {
         let path = fault_report_dir().join(format!("fault-{n}.txt"));
         match std::fs::read_to_string(&path) {
             Ok(line) => lines.push(line.trim_end().to_string()),
