@@ -3,14 +3,20 @@
 //! On one local control plane, for N Foos created at once (N = 100 and 500):
 //! time until every Deployment exists and every Foo has a status, for the Go
 //! sample-controller, Rust step 7 (Go's program) and step 8 (the kube-rs
-//! way), both release builds, and a bare kube client doing the same creates
-//! and status writes with the same concurrency (the floor of what must be
-//! written); the peak RSS of each controller; the API requests each run
-//! caused (kube-apiserver's `apiserver_request_total`); the writes each
-//! controller makes while idle after convergence; how much of the cached
-//! objects managedFields are (what step 8 drops); and the lines of code of
-//! step 7 and step 8. Also the learner's build: a cold `cargo build --bins`
-//! and the rebuild after editing one step.
+//! way), both release builds, and the floor (`examples/bench_floor.rs`, a
+//! release build too): a process that makes only the requests a converging
+//! controller must make, as soon as each Foo exists, at least as
+//! concurrently as the controllers; the peak RSS of each process; the API
+//! requests each run caused (kube-apiserver's `apiserver_request_total`);
+//! the writes each controller makes while idle after convergence; how much
+//! of the cached objects' JSON managedFields are, and how much step 8
+//! caches; and the lines of code of step 7 and step 8. Also the learner's
+//! build: a cold `cargo build --bins` and the rebuild after editing one step.
+//!
+//! Each subject runs `--repeat` times (the repetitions interleaved, so that
+//! a slow spell of the machine does not land on one subject only); the
+//! table shows the median with the minimum and maximum, and how many runs
+//! did not converge within `--timeout`. Ratios are of medians.
 //!
 //! Prints a table with ratios and writes it to `book/src/outputs/performance.txt`
 //! and a chart to `book/src/performance.svg`. Figures, not pass/fail.
@@ -25,9 +31,9 @@ use anyhow::{Context, Result, bail};
 use futures::{StreamExt, stream};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Namespace;
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
-use kube::{Client, ResourceExt};
-use sample_controller::deployment::new_deployment;
+use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use kube::{Client, Resource, ResourceExt};
+use sample_controller::reconciler::strip_deployment;
 use sample_controller::{Foo, FooSpec};
 use testcluster::{Binary, ControlPlane, Options};
 
@@ -43,14 +49,24 @@ pub struct BenchArgs {
     /// Skip the cold-build measurement (it takes several minutes).
     #[arg(long)]
     skip_build: bool,
+    /// How many times to run each subject at each size.
+    #[arg(long, default_value_t = 3)]
+    repeat: usize,
+    /// Seconds a run may take to converge before it is recorded as not converged.
+    #[arg(long, default_value_t = 300)]
+    timeout: u64,
+    /// Which subjects to run (for trials; the published figures run all four).
+    #[arg(long, value_delimiter = ',', default_value = "floor,go,step7,step8")]
+    subjects: Vec<Subject>,
 }
 
 /// Who makes the Deployments and status writes in a run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, clap::ValueEnum)]
 enum Subject {
     Go,
     Step7,
     Step8,
+    #[value(name = "floor")]
     BareClient,
 }
 
@@ -60,7 +76,7 @@ impl Subject {
             Subject::Go => "Go sample-controller",
             Subject::Step7 => "Rust step 7 (Go's program)",
             Subject::Step8 => "Rust step 8 (kube-rs way)",
-            Subject::BareClient => "bare kube client (floor)",
+            Subject::BareClient => "floor (necessary requests only)",
         }
     }
 }
@@ -70,19 +86,34 @@ impl Subject {
 struct Measurement {
     converge: Duration,
     peak_rss_kib: Option<u64>,
+    /// Resident anonymous memory (heap, stacks) and file-backed memory (the
+    /// binary, libraries) at the end of the run, in KiB.
+    rss_at_end_kib: Option<(u64, u64)>,
     requests: BTreeMap<String, f64>,
     idle_writes: Option<f64>,
-    /// JSON bytes of the Foos and Deployments, and of their managedFields.
-    cached_bytes: Option<(usize, usize)>,
-    /// What was done when the run hit [`CONVERGE_LIMIT`], if it did.
+    /// JSON bytes of the Foos and Deployments as listed, of their
+    /// managedFields, and of what step 8 keeps of them.
+    cached_bytes: Option<CachedBytes>,
+    /// What was done when the run hit the timeout, if it did.
     unconverged: Option<String>,
+}
+
+/// The JSON size of the Foos and Deployments after a run.
+#[derive(Debug, Clone, Copy)]
+struct CachedBytes {
+    /// As listed (what Go and step 7 cache).
+    listed: usize,
+    /// Their managedFields.
+    managed_fields: usize,
+    /// What step 8 caches of them.
+    step_8: usize,
 }
 
 /// Runs the benchmark.
 pub async fn bench(args: BenchArgs) -> Result<()> {
     let root = crate::repo_root();
     println!(
-        "==> cargo build --release --bin step-7 --bin step-8 (the Go controller is an optimised build too)"
+        "==> cargo build --release --bin step-7 --bin step-8 --example bench_floor (the Go controller is an optimised build too)"
     );
     cargo(
         &root,
@@ -94,6 +125,8 @@ pub async fn bench(args: BenchArgs) -> Result<()> {
             "step-7",
             "--bin",
             "step-8",
+            "--example",
+            "bench_floor",
         ],
         None,
     )?;
@@ -102,35 +135,55 @@ pub async fn bench(args: BenchArgs) -> Result<()> {
         go,
         step_7: root.join("target/release/step-7"),
         step_8: root.join("target/release/step-8"),
+        floor: root.join("target/release/examples/bench_floor"),
     };
+    let limit = Duration::from_secs(args.timeout);
+    let repeat = args.repeat.max(1);
 
     let cp = ControlPlane::start(Options::default()).await?;
     let client = cp.client().await?;
     testcluster::install_crd(&client, root.join("manifests/crd.yaml")).await?;
 
     let smallest = args.sizes.iter().copied().min().unwrap_or(0);
-    let mut results: BTreeMap<(usize, Subject), Measurement> = BTreeMap::new();
+    let mut results: Results = BTreeMap::new();
     for &n in &args.sizes {
-        for subject in [
-            Subject::BareClient,
-            Subject::Go,
-            Subject::Step7,
-            Subject::Step8,
-        ] {
-            let idle = (n == smallest && subject != Subject::BareClient)
-                .then(|| Duration::from_secs(args.idle_seconds));
-            println!("==> {} with {n} Foos", subject.label());
-            let m = run(&cp, &client, subject, n, &binaries, idle).await?;
-            println!(
-                "    converged in {:.1}s, peak RSS {}, {} writes{}",
-                m.converge.as_secs_f64(),
-                m.peak_rss_kib
-                    .map_or("-".into(), |k| format!("{:.1} MiB", k as f64 / 1024.0)),
-                writes(&m.requests),
-                m.idle_writes
-                    .map_or(String::new(), |w| format!(", {w} writes while idle"))
-            );
-            results.insert((n, subject), m);
+        for round in 1..=repeat {
+            for subject in [
+                Subject::BareClient,
+                Subject::Go,
+                Subject::Step7,
+                Subject::Step8,
+            ] {
+                if !args.subjects.contains(&subject) {
+                    continue;
+                }
+                // Settling (and idling) once per subject, at the smallest size.
+                let settle = (n == smallest && round == 1 && args.idle_seconds > 0).then(|| {
+                    (subject != Subject::BareClient).then(|| Duration::from_secs(args.idle_seconds))
+                });
+                println!(
+                    "==> {} with {n} Foos, run {round} of {repeat}",
+                    subject.label()
+                );
+                let run = Run {
+                    subject,
+                    n,
+                    round,
+                    limit,
+                    settle,
+                };
+                let m = run.measure(&cp, &client, &binaries).await?;
+                println!(
+                    "    converged in {:.1}s, peak RSS {}, {} writes{}",
+                    m.converge.as_secs_f64(),
+                    m.peak_rss_kib
+                        .map_or("-".into(), |k| format!("{:.1} MiB", k as f64 / 1024.0)),
+                    writes(&m.requests),
+                    m.idle_writes
+                        .map_or(String::new(), |w| format!(", {w} writes while idle"))
+                );
+                results.entry((n, subject)).or_default().push(m);
+            }
         }
     }
     drop(cp);
@@ -144,120 +197,153 @@ pub async fn bench(args: BenchArgs) -> Result<()> {
         &args.sizes,
         &results,
         build,
-        args.idle_seconds,
+        Conditions {
+            idle_seconds: args.idle_seconds,
+            repeat,
+            limit,
+        },
         &lines_of_code(&root)?,
     );
     println!("\n{table}");
     std::fs::write(root.join("book/src/outputs/performance.txt"), &table)?;
     std::fs::write(
         root.join("book/src/performance.svg"),
-        chart(&args.sizes, &results),
+        chart(&args.sizes, &results, limit),
     )?;
     println!("Wrote book/src/outputs/performance.txt and book/src/performance.svg");
     Ok(())
 }
 
-/// The three controller binaries.
+/// Every run's measurement, by size and subject, in the order they ran.
+type Results = BTreeMap<(usize, Subject), Vec<Measurement>>;
+
+/// The three controller binaries and the floor.
 struct Binaries {
     go: PathBuf,
     step_7: PathBuf,
     step_8: PathBuf,
+    floor: PathBuf,
 }
 
-/// One subject, `n` Foos, in a fresh namespace.
-async fn run(
-    cp: &ControlPlane,
-    client: &Client,
+/// One run: a subject, `n` Foos, in a fresh namespace.
+struct Run {
     subject: Subject,
     n: usize,
-    binaries: &Binaries,
-    idle: Option<Duration>,
-) -> Result<Measurement> {
-    let ns = format!("bench-{}-{n}", format!("{subject:?}").to_lowercase());
-    let namespaces: Api<Namespace> = Api::all(client.clone());
-    testcluster::create_namespace(client, &ns).await?;
-    let log = cp.log_dir().join(format!("bench-{ns}.log"));
-    let kubeconfig = cp.kubeconfig_path().display().to_string();
+    /// Which repetition (from 1).
+    round: usize,
+    /// How long it may take to converge.
+    limit: Duration,
+    /// Whether to wait until every Foo reports its Deployment available
+    /// after converging (`Some`), and then to count writes while idle for
+    /// that long (`Some(Some(_))`).
+    settle: Option<Option<Duration>>,
+}
 
-    let rust_args = ["--kubeconfig".to_string(), kubeconfig.clone()];
-    let mut controller = match subject {
-        Subject::Go => {
-            Some(start(&binaries.go, &[format!("-kubeconfig={kubeconfig}")], &log).await?)
-        }
-        Subject::Step7 => Some(start(&binaries.step_7, &rust_args, &log).await?),
-        Subject::Step8 => Some(start(&binaries.step_8, &rust_args, &log).await?),
-        Subject::BareClient => None,
-    };
-
-    let before = request_counts(client).await?;
-    let started = Instant::now();
-    create_foos(client, &ns, n).await?;
-    if subject == Subject::BareClient {
-        bare_client(client, &ns, n).await?;
-    }
-    let unconverged = wait_converged(client, &ns, n).await?;
-    let converge = started.elapsed();
-    if let Some(state) = &unconverged {
-        println!(
-            "    not converged after {}s: {state}",
-            CONVERGE_LIMIT.as_secs()
+impl Run {
+    /// Starts the subject, creates the Foos, measures, cleans up.
+    async fn measure(
+        &self,
+        cp: &ControlPlane,
+        client: &Client,
+        binaries: &Binaries,
+    ) -> Result<Measurement> {
+        let Run {
+            subject,
+            n,
+            round,
+            limit,
+            settle,
+        } = *self;
+        let ns = format!(
+            "bench-{}-{n}-{round}",
+            format!("{subject:?}").to_lowercase()
         );
-    }
-    let after = request_counts(client).await?;
-    let cached_bytes = if subject == Subject::Go {
-        Some(cache_bytes(client, &ns).await?)
-    } else {
-        None
-    };
+        let namespaces: Api<Namespace> = Api::all(client.clone());
+        testcluster::create_namespace(client, &ns).await?;
+        let log = cp.log_dir().join(format!("bench-{ns}.log"));
+        let kubeconfig = cp.kubeconfig_path().display().to_string();
 
-    let mut idle_writes = None;
-    if let (Some(period), None) = (idle, &unconverged) {
-        // Idle means nothing left to do: every Pod Ready, every status final.
-        wait_settled(client, &ns).await?;
-        tokio::time::sleep(Duration::from_secs(5)).await;
-        println!(
-            "    idling {}s to count writes after convergence...",
-            period.as_secs()
-        );
-        let start_counts = request_counts(client).await?;
-        tokio::time::sleep(period).await;
-        let end_counts = request_counts(client).await?;
-        idle_writes = Some(writes(&diff(&start_counts, &end_counts)));
-    }
+        let rust_args = ["--kubeconfig".to_string(), kubeconfig.clone()];
+        let (exe, args) = match subject {
+            Subject::Go => (&binaries.go, vec![format!("-kubeconfig={kubeconfig}")]),
+            Subject::Step7 => (&binaries.step_7, rust_args.to_vec()),
+            Subject::Step8 => (&binaries.step_8, rust_args.to_vec()),
+            Subject::BareClient => (&binaries.floor, rust_args.to_vec()),
+        };
+        let mut controller = Some(start(exe, &args, &log).await?);
 
-    let peak_rss_kib = controller
-        .as_ref()
-        .and_then(|c| c.id())
-        .and_then(peak_rss_kib);
-    if let Some(child) = controller.as_mut() {
-        if let Some(pid) = child.id() {
-            // SAFETY: kill(2) on the PID of the child we started, with a valid signal.
-            unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) };
+        let before = request_counts(client).await?;
+        let started = Instant::now();
+        create_foos(client, &ns, n).await?;
+        let unconverged = wait_converged(client, &ns, n, limit).await?;
+        let converge = started.elapsed();
+        if let Some(state) = &unconverged {
+            println!("    not converged after {}s: {state}", limit.as_secs());
         }
-        let _ = tokio::time::timeout(Duration::from_secs(15), child.wait()).await;
+        let after = request_counts(client).await?;
+        let cached_bytes = if subject == Subject::Go {
+            Some(cache_bytes(client, &ns).await?)
+        } else {
+            None
+        };
+
+        let mut idle_writes = None;
+        if let (Some(idle), None) = (settle, &unconverged) {
+            // Idle means nothing left to do: every Pod Ready, every status final.
+            let settled = wait_settled(client, &ns).await?;
+            println!(
+                "    every Foo reports its Deployment available after {:.1}s",
+                (settled - started).as_secs_f64()
+            );
+            if let Some(period) = idle {
+                tokio::time::sleep(Duration::from_secs(5)).await;
+                println!(
+                    "    idling {}s to count writes after convergence...",
+                    period.as_secs()
+                );
+                let start_counts = request_counts(client).await?;
+                tokio::time::sleep(period).await;
+                let end_counts = request_counts(client).await?;
+                idle_writes = Some(writes(&diff(&start_counts, &end_counts)));
+            }
+        }
+
+        let pid = controller.as_ref().and_then(|c| c.id());
+        let peak_rss_kib = pid.and_then(|pid| status_kib(pid, "VmHWM"));
+        let rss_at_end_kib =
+            pid.and_then(|pid| Some((status_kib(pid, "RssAnon")?, status_kib(pid, "RssFile")?)));
+        if let Some(child) = controller.as_mut() {
+            if let Some(pid) = child.id() {
+                // SAFETY: kill(2) on the PID of the child we started, with a valid signal.
+                unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) };
+            }
+            let _ = tokio::time::timeout(Duration::from_secs(15), child.wait()).await;
+        }
+        // Clean up and wait, so the next run does not share the cluster with this one's garbage collection.
+        Api::<Foo>::namespaced(client.clone(), &ns)
+            .delete_collection(&DeleteParams::default(), &ListParams::default())
+            .await?;
+        namespaces.delete(&ns, &DeleteParams::default()).await?;
+        let deadline = Instant::now() + Duration::from_secs(600);
+        while namespaces.get_opt(&ns).await?.is_some() && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+        Ok(Measurement {
+            converge,
+            peak_rss_kib,
+            rss_at_end_kib,
+            requests: diff(&before, &after),
+            idle_writes,
+            cached_bytes,
+            unconverged,
+        })
     }
-    // Clean up and wait, so the next run does not share the cluster with this one's garbage collection.
-    Api::<Foo>::namespaced(client.clone(), &ns)
-        .delete_collection(&DeleteParams::default(), &ListParams::default())
-        .await?;
-    namespaces.delete(&ns, &DeleteParams::default()).await?;
-    let deadline = Instant::now() + Duration::from_secs(600);
-    while namespaces.get_opt(&ns).await?.is_some() && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_secs(1)).await;
-    }
-    Ok(Measurement {
-        converge,
-        peak_rss_kib,
-        requests: diff(&before, &after),
-        idle_writes,
-        cached_bytes,
-        unconverged,
-    })
 }
 
 /// The JSON size of the Foos and Deployments in `ns` (what an informer
-/// caches), and how much of it is managedFields.
-async fn cache_bytes(client: &Client, ns: &str) -> Result<(usize, usize)> {
+/// caches), how much of it is managedFields, and how much of it step 8
+/// caches.
+async fn cache_bytes(client: &Client, ns: &str) -> Result<CachedBytes> {
     let foos = Api::<Foo>::namespaced(client.clone(), ns)
         .list(&ListParams::default())
         .await?
@@ -267,18 +353,31 @@ async fn cache_bytes(client: &Client, ns: &str) -> Result<(usize, usize)> {
         .await?
         .items;
     let mut objects: Vec<serde_json::Value> = Vec::new();
-    for foo in foos {
-        objects.push(serde_json::to_value(foo)?);
+    let mut step_8 = 0;
+    for mut foo in foos {
+        objects.push(serde_json::to_value(&foo)?);
+        // What step 8 drops of a Foo.
+        foo.managed_fields_mut().clear();
+        if let Some(annotations) = foo.meta_mut().annotations.as_mut() {
+            annotations.remove("kubectl.kubernetes.io/last-applied-configuration");
+        }
+        step_8 += serde_json::to_vec(&foo)?.len();
     }
-    for deployment in deployments {
-        objects.push(serde_json::to_value(deployment)?);
+    for mut deployment in deployments {
+        objects.push(serde_json::to_value(&deployment)?);
+        strip_deployment(&mut deployment);
+        step_8 += serde_json::to_vec(&deployment)?.len();
     }
-    let (mut total, mut managed) = (0, 0);
+    let (mut listed, mut managed_fields) = (0, 0);
     for object in &objects {
-        total += serde_json::to_vec(object)?.len();
-        managed += serde_json::to_vec(&object["metadata"]["managedFields"])?.len();
+        listed += serde_json::to_vec(object)?.len();
+        managed_fields += serde_json::to_vec(&object["metadata"]["managedFields"])?.len();
     }
-    Ok((total, managed))
+    Ok(CachedBytes {
+        listed,
+        managed_fields,
+        step_8,
+    })
 }
 
 /// Non-blank, non-comment lines of the code each Rust controller runs beyond
@@ -397,48 +496,18 @@ async fn create_foos(client: &Client, ns: &str, n: usize) -> Result<()> {
     Ok(())
 }
 
-/// The floor: what the controller must write, written directly by two
-/// workers (a Deployment create and a status write per Foo) once all Foos
-/// exist (a controller starts on the first one).
-async fn bare_client(client: &Client, ns: &str, n: usize) -> Result<()> {
-    let foos: Api<Foo> = Api::namespaced(client.clone(), ns);
-    let deployments: Api<Deployment> = Api::namespaced(client.clone(), ns);
-    let all = foos.list(&ListParams::default()).await?.items;
-    let results: Vec<Result<()>> = stream::iter(all)
-        .map(|foo| {
-            let (foos, deployments) = (foos.clone(), deployments.clone());
-            async move {
-                deployments
-                    .create(&PostParams::default(), &new_deployment(&foo))
-                    .await?;
-                let status = serde_json::json!({"status": {"availableReplicas": 0}});
-                foos.patch_status(
-                    &foo.name_any(),
-                    &PatchParams::default(),
-                    &Patch::Merge(status),
-                )
-                .await?;
-                Ok(())
-            }
-        })
-        .buffer_unordered(2)
-        .collect()
-        .await;
-    debug_assert_eq!(results.len(), n);
-    results.into_iter().collect()
-}
-
-/// Waits until `n` Deployments exist and all `n` Foos have a status.
-/// How long a run may take to converge before it is recorded as not converged.
-const CONVERGE_LIMIT: Duration = Duration::from_secs(600);
-
 /// Waits until `n` Deployments exist and all `n` Foos have a status, for at
-/// most [`CONVERGE_LIMIT`]; returns `Some("x/n Deployments, y/n statuses")`
-/// if that did not happen.
-async fn wait_converged(client: &Client, ns: &str, n: usize) -> Result<Option<String>> {
+/// most `limit`; returns `Some("x/n Deployments, y/n statuses")` if that did
+/// not happen.
+async fn wait_converged(
+    client: &Client,
+    ns: &str,
+    n: usize,
+    limit: Duration,
+) -> Result<Option<String>> {
     let foos: Api<Foo> = Api::namespaced(client.clone(), ns);
     let deployments: Api<Deployment> = Api::namespaced(client.clone(), ns);
-    let deadline = Instant::now() + CONVERGE_LIMIT;
+    let deadline = Instant::now() + limit;
     loop {
         let with_status = foos
             .list(&ListParams::default())
@@ -464,8 +533,8 @@ async fn wait_converged(client: &Client, ns: &str, n: usize) -> Result<Option<St
     }
 }
 
-/// Waits until every Foo reports as available what it asked for.
-async fn wait_settled(client: &Client, ns: &str) -> Result<()> {
+/// Waits until every Foo reports as available what it asked for; returns when.
+async fn wait_settled(client: &Client, ns: &str) -> Result<Instant> {
     let foos: Api<Foo> = Api::namespaced(client.clone(), ns);
     let deadline = Instant::now() + Duration::from_secs(1800);
     loop {
@@ -474,7 +543,7 @@ async fn wait_settled(client: &Client, ns: &str) -> Result<()> {
             .iter()
             .all(|f| f.status.as_ref().map(|s| s.available_replicas) == f.spec.replicas);
         if settled {
-            return Ok(());
+            return Ok(Instant::now());
         }
         if Instant::now() > deadline {
             bail!("{ns}: Foo statuses did not settle within 30 minutes");
@@ -545,10 +614,13 @@ pub(crate) fn diff(
         .collect()
 }
 
-/// Peak resident set size of a process (`VmHWM` in /proc/<pid>/status), in KiB.
-fn peak_rss_kib(pid: u32) -> Option<u64> {
+/// A memory figure of a process from /proc/<pid>/status, in KiB: `VmHWM`
+/// (peak resident set size), `RssAnon`, `RssFile`.
+fn status_kib(pid: u32, field: &str) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let line = status
+        .lines()
+        .find(|l| l.strip_prefix(field).is_some_and(|r| r.starts_with(':')))?;
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
@@ -587,14 +659,74 @@ fn cargo(root: &Path, args: &[&str], target: Option<&PathBuf>) -> Result<Duratio
     Ok(started.elapsed())
 }
 
+/// How the runs were made, for the report.
+struct Conditions {
+    idle_seconds: u64,
+    repeat: usize,
+    limit: Duration,
+}
+
+/// The median of `values` (sorted in place; the mean of the middle two for
+/// an even count), `None` if there are none.
+fn median(values: &mut [f64]) -> Option<f64> {
+    values.sort_by(f64::total_cmp);
+    let n = values.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(values[n / 2]),
+        _ => Some((values[n / 2 - 1] + values[n / 2]) / 2.0),
+    }
+}
+
+/// Median, minimum and maximum of `values`.
+fn spread(mut values: Vec<f64>) -> Option<(f64, f64, f64)> {
+    let mid = median(&mut values)?;
+    Some((mid, values[0], values[values.len() - 1]))
+}
+
+/// The convergence times of `runs`: the median over all runs (a run that did
+/// not converge counts as slower than any that did; `None` if the median run
+/// is one of those), the minimum and maximum of those that converged, and
+/// how many did not.
+fn converge_stats(runs: &[Measurement]) -> (Option<f64>, Option<(f64, f64)>, usize) {
+    let mut all: Vec<f64> = runs
+        .iter()
+        .map(|m| match m.unconverged {
+            None => m.converge.as_secs_f64(),
+            Some(_) => f64::INFINITY,
+        })
+        .collect();
+    let mid = median(&mut all).filter(|m| m.is_finite());
+    let converged: Vec<f64> = all.iter().copied().filter(|t| t.is_finite()).collect();
+    let range = converged
+        .first()
+        .zip(converged.last())
+        .map(|(a, b)| (*a, *b));
+    (mid, range, runs.len() - converged.len())
+}
+
+/// `median (min–max) unit`, or just the median for a single run.
+fn with_spread((mid, min, max): (f64, f64, f64), decimals: usize, unit: &str) -> String {
+    if min == max {
+        format!("{mid:.decimals$} {unit}")
+    } else {
+        format!("{mid:.decimals$} {unit} ({min:.decimals$}–{max:.decimals$})")
+    }
+}
+
 /// The Markdown table with ratios.
 fn report(
     sizes: &[usize],
-    results: &BTreeMap<(usize, Subject), Measurement>,
+    results: &Results,
     build: Option<(Duration, Duration)>,
-    idle_seconds: u64,
+    conditions: Conditions,
     lines: &[(&str, usize)],
 ) -> String {
+    let Conditions {
+        idle_seconds,
+        repeat,
+        limit,
+    } = conditions;
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -602,23 +734,35 @@ fn report(
     );
     let _ = writeln!(
         out,
+        "Each figure: the median of {repeat} runs, with the lowest and highest in brackets; \
+         ratios are of medians. A run not converged after {} s is counted as slower than any \
+         that did.\n",
+        limit.as_secs()
+    );
+    let _ = writeln!(
+        out,
         "| Foos | Subject | Converged in | vs Go | vs floor | Peak RSS | API writes | Idle writes ({idle_seconds} s) |"
     );
     let _ = writeln!(out, "|---:|---|---:|---:|---:|---:|---:|---:|");
+    let rss_median = |n: usize, s: Subject| {
+        results.get(&(n, s)).and_then(|runs| {
+            spread(
+                runs.iter()
+                    .filter_map(|m| m.peak_rss_kib)
+                    .map(|k| k as f64 / 1024.0)
+                    .collect(),
+            )
+        })
+    };
     for &n in sizes {
-        let secs = |s| {
-            results
-                .get(&(n, s))
-                .filter(|m: &&Measurement| m.unconverged.is_none())
-                .map(|m| m.converge.as_secs_f64())
-        };
+        let secs = |s| results.get(&(n, s)).and_then(|runs| converge_stats(runs).0);
         for subject in [
             Subject::Go,
             Subject::Step7,
             Subject::Step8,
             Subject::BareClient,
         ] {
-            let Some(m) = results.get(&(n, subject)) else {
+            let Some(runs) = results.get(&(n, subject)) else {
                 continue;
             };
             let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
@@ -632,48 +776,88 @@ fn report(
                 ),
                 _ => ("".into(), "".into()),
             };
-            let converged = match &m.unconverged {
-                None => format!("{:.1} s", m.converge.as_secs_f64()),
-                Some(state) => format!("not in {} s ({state})", CONVERGE_LIMIT.as_secs()),
+            let (mid, range, unconverged) = converge_stats(runs);
+            let mut converged = match (mid, range) {
+                (Some(mid), Some((min, max))) => with_spread((mid, min, max), 1, "s"),
+                (None, _) => format!("over {} s", limit.as_secs()),
+                (Some(mid), None) => format!("{mid:.1} s"),
             };
+            if unconverged > 0 {
+                let _ = write!(
+                    converged,
+                    "; {unconverged} of {} did not converge in {} s",
+                    runs.len(),
+                    limit.as_secs()
+                );
+            }
+            let rss = rss_median(n, subject).map_or("-".into(), |s| with_spread(s, 1, "MiB"));
+            let api_writes = spread(runs.iter().map(|m| writes(&m.requests)).collect())
+                .map_or("-".into(), |s| with_spread(s, 0, ""));
+            let idle = runs
+                .iter()
+                .find_map(|m| m.idle_writes)
+                .map_or("-".into(), |w| w.to_string());
             let _ = writeln!(
                 out,
-                "| {n} | {} | {converged} | {vs_go} | {vs_limit} | {} | {} | {} |",
+                "| {n} | {} | {converged} | {vs_go} | {vs_limit} | {rss} | {} | {idle} |",
                 subject.label(),
-                m.peak_rss_kib
-                    .map_or("-".into(), |k| format!("{:.1} MiB", k as f64 / 1024.0)),
-                writes(&m.requests),
-                m.idle_writes.map_or("-".into(), |w| w.to_string()),
+                api_writes.replace("  (", " (").trim_end(),
             );
         }
     }
-    let rss = |s| {
-        results
-            .iter()
-            .filter(|((_, x), _)| *x == s)
-            .filter_map(|(_, m)| m.peak_rss_kib)
-            .max()
-    };
-    if let (Some(s7), Some(s8), Some(g)) =
-        (rss(Subject::Step7), rss(Subject::Step8), rss(Subject::Go))
-    {
-        let _ = writeln!(
-            out,
-            "\nPeak RSS, largest run: step 7/Go = {:.2}, step 8/Go = {:.2}, step 8/step 7 = {:.2}.",
-            s7 as f64 / g as f64,
-            s8 as f64 / g as f64,
-            s8 as f64 / s7 as f64
-        );
-    }
-    for ((n, _), m) in results.iter().filter(|((_, s), _)| *s == Subject::Go) {
-        if let Some((total, managed)) = m.cached_bytes {
+    if let Some(&largest) = sizes.iter().max() {
+        let rss = |s| rss_median(largest, s).map(|(mid, _, _)| mid);
+        if let (Some(s7), Some(s8), Some(g)) =
+            (rss(Subject::Step7), rss(Subject::Step8), rss(Subject::Go))
+        {
             let _ = writeln!(
                 out,
-                "\nmanagedFields, {n} Foos and their Deployments as listed after convergence: \
-                 {:.0} KiB of {:.0} KiB of JSON ({:.0} %), what step 8 drops before caching.",
-                managed as f64 / 1024.0,
-                total as f64 / 1024.0,
-                100.0 * managed as f64 / total.max(1) as f64
+                "\nPeak RSS at {largest} Foos, medians: step 7/Go = {:.2}, step 8/Go = {:.2}, step 8/step 7 = {:.2}.",
+                s7 / g,
+                s8 / g,
+                s8 / s7
+            );
+        }
+        let _ = writeln!(
+            out,
+            "\nResident memory at the end of the runs at {largest} Foos (medians), anonymous \
+             (heap, stacks) + file-backed (the binary and libraries):"
+        );
+        for subject in [
+            Subject::Go,
+            Subject::Step7,
+            Subject::Step8,
+            Subject::BareClient,
+        ] {
+            let Some(runs) = results.get(&(largest, subject)) else {
+                continue;
+            };
+            let part = |f: fn(&(u64, u64)) -> u64| {
+                let mut v: Vec<f64> = runs
+                    .iter()
+                    .filter_map(|m| m.rss_at_end_kib.as_ref())
+                    .map(|r| f(r) as f64 / 1024.0)
+                    .collect();
+                median(&mut v)
+            };
+            if let (Some(anon), Some(file)) = (part(|r| r.0), part(|r| r.1)) {
+                let _ = writeln!(out, "- {}: {anon:.1} MiB + {file:.1} MiB", subject.label());
+            }
+        }
+    }
+    for ((n, _), runs) in results.iter().filter(|((_, s), _)| *s == Subject::Go) {
+        if let Some(bytes) = runs.iter().find_map(|m| m.cached_bytes) {
+            let kib = |b: usize| b as f64 / 1024.0;
+            let _ = writeln!(
+                out,
+                "\n{n} Foos and their Deployments as listed after convergence: {:.0} KiB of JSON \
+                 (what Go and step 7 cache), of which managedFields {:.0} KiB ({:.0} %); step 8 \
+                 caches {:.0} KiB of it ({:.0} %).",
+                kib(bytes.listed),
+                kib(bytes.managed_fields),
+                100.0 * bytes.managed_fields as f64 / bytes.listed.max(1) as f64,
+                kib(bytes.step_8),
+                100.0 * bytes.step_8 as f64 / bytes.listed.max(1) as f64,
             );
         }
     }
@@ -689,13 +873,25 @@ fn report(
         "\n*API writes*: creates, updates, patches and applies of Foos, Deployments and Events \
          while the run converged (kube-apiserver's `apiserver_request_total`), without \
          `deployments/status`, which only kube-controller-manager writes. They include the \
-         benchmark's own Foo creates and kube-controller-manager's Events: the bare-client row \
-         is that floor. *Idle writes*: the same count over the idle period that starts once \
-         every Foo reports its final status. All requests by verb and resource (the LISTs \
+         benchmark's own Foo creates and kube-controller-manager's Events. *Idle writes*: the \
+         same count over the idle period that starts once every Foo reports its final status \
+         (first run only). All requests by verb and resource, medians over the runs (the LISTs \
          include the benchmark's polling):\n"
     );
-    for ((n, subject), m) in results {
-        let detail: Vec<String> = m.requests.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    for ((n, subject), runs) in results {
+        let mut keys: Vec<&String> = runs.iter().flat_map(|m| m.requests.keys()).collect();
+        keys.sort();
+        keys.dedup();
+        let detail: Vec<String> = keys
+            .into_iter()
+            .filter_map(|k| {
+                let mut values: Vec<f64> = runs
+                    .iter()
+                    .map(|m| m.requests.get(k).copied().unwrap_or(0.0))
+                    .collect();
+                median(&mut values).map(|v| format!("{k} {v}"))
+            })
+            .collect();
         let _ = writeln!(
             out,
             "- {n} Foos, {}: {}",
@@ -714,13 +910,15 @@ fn report(
     out
 }
 
-/// A horizontal bar chart of convergence times, as SVG.
-fn chart(sizes: &[usize], results: &BTreeMap<(usize, Subject), Measurement>) -> String {
+/// A horizontal bar chart of convergence times, as SVG: each bar the
+/// median, its whisker the lowest and highest run that converged.
+fn chart(sizes: &[usize], results: &Results, limit: Duration) -> String {
     let max = results
         .values()
+        .flat_map(|runs| runs.iter())
         .map(|m| m.converge.as_secs_f64())
         .fold(1.0, f64::max);
-    let (left, width, bar_height, gap) = (230.0, 420.0, 18.0, 6.0);
+    let (left, width, bar_height, gap) = (230.0, 400.0, 18.0, 6.0);
     let mut y = 30.0;
     let mut body = String::new();
     for &n in sizes {
@@ -735,25 +933,49 @@ fn chart(sizes: &[usize], results: &BTreeMap<(usize, Subject), Measurement>) -> 
             (Subject::Step8, "#59a14f"),
             (Subject::BareClient, "#9c9c9c"),
         ] {
-            let Some(m) = results.get(&(n, subject)) else {
+            let Some(runs) = results.get(&(n, subject)) else {
                 continue;
             };
-            let secs = m.converge.as_secs_f64();
-            let w = (secs / max * width).max(1.0);
+            let (mid, range, unconverged) = converge_stats(runs);
+            let x = |secs: f64| left + (secs / max * width).max(1.0);
             let _ = writeln!(
                 body,
                 r#"<text x="10" y="{}">{}</text>"#,
                 y + bar_height - 5.0,
                 subject.label()
             );
+            let (end, label) = match mid {
+                Some(secs) => (x(secs), format!("{secs:.1} s")),
+                None => (x(max), format!("over {} s", limit.as_secs())),
+            };
             let _ = writeln!(
                 body,
-                r#"<rect x="{left}" y="{y}" width="{w:.1}" height="{bar_height}" fill="{colour}"/>"#
+                r#"<rect x="{left}" y="{y}" width="{:.1}" height="{bar_height}" fill="{colour}"/>"#,
+                end - left
             );
+            let mut label_x = end;
+            if let Some((min, high)) = range {
+                let (a, b) = (x(min), x(high));
+                let middle = y + bar_height / 2.0;
+                let _ = writeln!(
+                    body,
+                    r#"<path d="M{a:.1} {middle}H{b:.1}M{a:.1} {:.1}V{:.1}M{b:.1} {:.1}V{:.1}" stroke="black" fill="none"/>"#,
+                    middle - 4.0,
+                    middle + 4.0,
+                    middle - 4.0,
+                    middle + 4.0
+                );
+                label_x = label_x.max(b);
+            }
+            let note = if unconverged > 0 {
+                format!(" ({unconverged} of {} not converged)", runs.len())
+            } else {
+                String::new()
+            };
             let _ = writeln!(
                 body,
-                r#"<text x="{:.1}" y="{}">{secs:.1} s</text>"#,
-                left + w + 6.0,
+                r#"<text x="{:.1}" y="{}">{label}{note}</text>"#,
+                label_x + 6.0,
                 y + bar_height - 5.0
             );
             y += bar_height + gap;
@@ -761,8 +983,8 @@ fn chart(sizes: &[usize], results: &BTreeMap<(usize, Subject), Measurement>) -> 
         y += 14.0;
     }
     format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"720\" height=\"{h}\" font-family=\"sans-serif\" font-size=\"13\">\n\
-         <title>Time until every Deployment exists and every Foo has a status</title>\n{body}</svg>\n",
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"760\" height=\"{h}\" font-family=\"sans-serif\" font-size=\"13\">\n\
+         <title>Time until every Deployment exists and every Foo has a status: median bar, lowest and highest run as whisker</title>\n{body}</svg>\n",
         h = y + 10.0
     )
 }
