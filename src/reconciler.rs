@@ -251,8 +251,7 @@ where
 
     // The Deployment cache, and a trigger per relevant Deployment change.
     // Idiom: the cache keeps only what `sync` and the predicate read
-    // ([`strip_deployment`]): about a sixth of the JSON of a Deployment
-    // as listed. Go caches the whole object.
+    // ([`strip_deployment`]). Go caches the whole object.
     let (deployment_cache, deployment_writer) = reflector::store();
     let (deployments_filled, deployments_synced) = Synced::new();
     let deployment_events = watch_list(deployments)

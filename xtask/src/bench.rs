@@ -55,6 +55,10 @@ pub struct BenchArgs {
     /// Seconds a run may take to converge before it is recorded as not converged.
     #[arg(long, default_value_t = 300)]
     timeout: u64,
+    /// Do not wait for every Foo to report its Deployment available after
+    /// the first run at the smallest size (and so count no idle writes).
+    #[arg(long)]
+    no_settle: bool,
     /// Which subjects to run (for trials; the published figures run all four).
     #[arg(long, value_delimiter = ',', default_value = "floor,go,step7,step8")]
     subjects: Vec<Subject>,
@@ -157,9 +161,13 @@ pub async fn bench(args: BenchArgs) -> Result<()> {
                 if !args.subjects.contains(&subject) {
                     continue;
                 }
-                // Settling (and idling) once per subject, at the smallest size.
-                let settle = (n == smallest && round == 1 && args.idle_seconds > 0).then(|| {
-                    (subject != Subject::BareClient).then(|| Duration::from_secs(args.idle_seconds))
+                // Once per subject, at the smallest size: wait until every
+                // Foo reports its Deployment available (the floor too: its
+                // end state must be a controller's), then count the
+                // controllers' writes while idle.
+                let settle = (n == smallest && round == 1 && !args.no_settle).then(|| {
+                    (subject != Subject::BareClient && args.idle_seconds > 0)
+                        .then(|| Duration::from_secs(args.idle_seconds))
                 });
                 println!(
                     "==> {} with {n} Foos, run {round} of {repeat}",
