@@ -53,7 +53,7 @@ async fn a_foo_with_the_finalizer_is_cleaned_up_before_it_disappears() {
 
     let (status, output) = example.terminate().await;
     assert!(status.success(), "exits 0 on SIGTERM:\n{output}");
-    assert!(!output.contains("WARN"), "{output}");
+    assert_no_warnings(&output);
 }
 
 #[tokio::test]
@@ -170,7 +170,7 @@ async fn a_widget_reports_ready_with_the_generation_it_observed() {
 
     let (status, output) = example.terminate().await;
     assert!(status.success(), "exits 0 on SIGTERM:\n{output}");
-    assert!(!output.contains("WARN"), "{output}");
+    assert_no_warnings(&output);
     // One write per generation, none for our own writes or for the label.
     let writes = output
         .lines()
@@ -320,4 +320,16 @@ async fn ready_at_generation(
         },
     )
     .await
+}
+
+/// No WARN line in `output` but a watch that expired (410 "too old resource
+/// version"): kube-apiserver may end any watch that way, and the watcher
+/// relists by itself (seen once, on the first watch of a fresh control
+/// plane, in a CI run).
+fn assert_no_warnings(output: &str) {
+    let warnings: Vec<&str> = output
+        .lines()
+        .filter(|l| l.contains("WARN") && !l.contains("too old resource version"))
+        .collect();
+    assert!(warnings.is_empty(), "{warnings:#?}\n{output}");
 }
