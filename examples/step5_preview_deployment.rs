@@ -12,12 +12,12 @@ fn main() -> anyhow::Result<()> {
         .nth(1)
         .unwrap_or_else(|| "manifests/example-foo.yaml".into());
     let yaml = std::fs::read_to_string(&path).with_context(|| format!("reading {path}"))?;
-    let mut foo: Foo = serde_yaml::from_str(&yaml).with_context(|| format!("parsing {path}"))?;
+    let mut foo: Foo = serde_saphyr::from_str(&yaml).with_context(|| format!("parsing {path}"))?;
     // What the API server would have filled in by the time the controller sees it.
     foo.metadata
         .namespace
         .get_or_insert_with(|| "default".into());
     foo.metadata.uid = Some("00000000-0000-0000-0000-000000000000".into());
-    print!("{}", serde_yaml::to_string(&new_deployment(&foo))?);
+    print!("{}", serde_saphyr::to_string(&new_deployment(&foo))?);
     Ok(())
 }

@@ -104,8 +104,8 @@ mod tests {
             std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/manifests/rbac.yaml"))
                 .unwrap();
         let mut found = None;
-        for doc in serde_yaml::Deserializer::from_str(&text) {
-            let value: serde_yaml::Value = serde::Deserialize::deserialize(doc).unwrap();
+        let docs: Vec<serde_json::Value> = serde_saphyr::from_multiple(&text).unwrap();
+        for value in docs {
             if value["kind"].as_str() == Some(kind)
                 && value["metadata"]["name"].as_str() == Some(name)
             {
@@ -114,10 +114,10 @@ mod tests {
         }
         let object = found.unwrap_or_else(|| panic!("no {kind} {name} in manifests/rbac.yaml"));
         let mut rules = BTreeSet::new();
-        for rule in object["rules"].as_sequence().unwrap() {
-            for group in rule["apiGroups"].as_sequence().unwrap() {
-                for resource in rule["resources"].as_sequence().unwrap() {
-                    for verb in rule["verbs"].as_sequence().unwrap() {
+        for rule in object["rules"].as_array().unwrap() {
+            for group in rule["apiGroups"].as_array().unwrap() {
+                for resource in rule["resources"].as_array().unwrap() {
+                    for verb in rule["verbs"].as_array().unwrap() {
                         rules.insert(format!(
                             "{} {} {}",
                             verb.as_str().unwrap(),

@@ -26,8 +26,8 @@
 //!
 //! Lifetime: dropping a [`ControlPlane`] stops its processes by PID (SIGTERM, then SIGKILL
 //! after 5 s) and removes the data directory, or keeps it and prints its path if the thread
-//! is panicking (a failed test), [`ControlPlane::keep_data_dir`] was called, or
-//! `TESTCLUSTER_KEEP` is set. The processes also die with the process that started them
+//! is panicking (a failed test: logs, kubeconfig and certificates, without etcd's data),
+//! [`ControlPlane::keep_data_dir`] was called, or `TESTCLUSTER_KEEP` is set (everything). The processes also die with the process that started them
 //! (`PR_SET_PDEATHSIG`, see the `process` module), which is what stops the [`shared`] control
 //! plane: Rust never drops statics.
 //!
@@ -59,7 +59,6 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, anyhow, bail};
 use k8s_openapi::api::core::v1::{Node, ServiceAccount};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use k8s_openapi::serde::Deserialize;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::runtime::wait::{await_condition, conditions};
@@ -383,15 +382,15 @@ impl ControlPlane {
             .context("no token in the TokenRequest answer")?;
         // The admin kubeconfig with every user's credentials replaced by the token.
         let admin = fs::read_to_string(&self.kubeconfig)?;
-        let mut kubeconfig: serde_yaml::Value = serde_yaml::from_str(&admin)?;
+        let mut kubeconfig: serde_json::Value = serde_saphyr::from_str(&admin)?;
         for user in kubeconfig["users"]
-            .as_sequence_mut()
+            .as_array_mut()
             .context("no users in the admin kubeconfig")?
         {
-            user["user"] = serde_yaml::to_value(serde_json::json!({ "token": token }))?;
+            user["user"] = serde_json::json!({ "token": token });
         }
         let path = self.data_dir.join(format!("kubeconfig-{ns}-{name}"));
-        fs::write(&path, serde_yaml::to_string(&kubeconfig)?)?;
+        fs::write(&path, serde_saphyr::to_string(&kubeconfig)?)?;
         Ok(path)
     }
 
@@ -638,7 +637,19 @@ impl Drop for ControlPlane {
         let keep = std::thread::panicking()
             || self.keep.load(Ordering::Relaxed)
             || std::env::var_os("TESTCLUSTER_KEEP").is_some_and(|v| !v.is_empty());
-        if keep {
+        let keep_everything = std::env::var_os("TESTCLUSTER_KEEP").is_some_and(|v| !v.is_empty())
+            || self.keep.load(Ordering::Relaxed);
+        if keep && !keep_everything && self.temporary {
+            // A failed test keeps its logs, kubeconfig and certificates, not etcd's
+            // data: etcd preallocates 60 MiB of write-ahead log, and a day of failing
+            // runs filled the disk. `TESTCLUSTER_KEEP=1` keeps etcd's data too.
+            let _ = fs::remove_dir_all(self.data_dir.join("etcd"));
+            eprintln!(
+                "testcluster: control-plane logs kept in {} (etcd's data removed; \
+                 TESTCLUSTER_KEEP=1 keeps it)",
+                self.data_dir.display()
+            );
+        } else if keep {
             eprintln!(
                 "testcluster: control-plane data and logs kept in {}",
                 self.data_dir.display()
@@ -709,12 +720,8 @@ pub async fn install_crd(client: &kube::Client, crd_yaml_path: impl AsRef<Path>)
 /// Like [`install_crd`], from YAML text (one or more `---`-separated CRDs).
 pub async fn install_crd_yaml(client: &kube::Client, yaml: &str) -> Result<()> {
     let api: Api<CustomResourceDefinition> = Api::all(client.clone());
-    for document in serde_yaml::Deserializer::from_str(yaml) {
-        let value = serde_yaml::Value::deserialize(document)?;
-        if value.is_null() {
-            continue;
-        }
-        let crd: CustomResourceDefinition = serde_yaml::from_value(value)?;
+    for value in yaml_documents(yaml)? {
+        let crd: CustomResourceDefinition = serde_json::from_value(value)?;
         let name = crd
             .metadata
             .name
@@ -738,14 +745,11 @@ pub async fn install_crd_yaml(client: &kube::Client, yaml: &str) -> Result<()> {
 /// The documents of a YAML stream (a manifest file), as JSON values; empty
 /// documents are skipped.
 pub fn yaml_documents(yaml: &str) -> Result<Vec<serde_json::Value>> {
-    let mut documents = Vec::new();
-    for document in serde_yaml::Deserializer::from_str(yaml) {
-        let value = serde_json::Value::deserialize(document)?;
-        if !value.is_null() {
-            documents.push(value);
-        }
-    }
-    Ok(documents)
+    let documents: Vec<serde_json::Value> = serde_saphyr::from_multiple(yaml)?;
+    Ok(documents
+        .into_iter()
+        .filter(|value| !value.is_null())
+        .collect())
 }
 
 /// Server-side applies one object of any kind (its resource found by

@@ -135,7 +135,7 @@ impl Pki {
             }],
             "current-context": "sample-controller-rs",
         });
-        write(path, &serde_yaml::to_string(&kubeconfig)?)
+        write(path, &serde_saphyr::to_string(&kubeconfig)?)
     }
 }
 

@@ -356,7 +356,7 @@ mod tests {
         let path = crate::repo_root().join("manifests/watched-nginx.yaml");
         let text = std::fs::read_to_string(path).expect("read manifests/watched-nginx.yaml");
         let manifest: Deployment =
-            serde_yaml::from_str(&text.replace("FOO_UID", "0123")).expect("a Deployment");
+            serde_saphyr::from_str(&text.replace("FOO_UID", "0123")).expect("a Deployment");
         let mut foo = Foo::new(
             "watched",
             FooSpec {
