@@ -14,12 +14,14 @@
 //! * `cargo xtask parity`: the Go-versus-Rust parity tests alone.
 //! * `cargo xtask faults`: the fault suite alone, one line per fault.
 //! * `cargo xtask bench`: figures for the book's Performance page.
+//! * `cargo xtask first-build`: cold `cargo build --bin step-1` / `--bins` timings, before and after.
 
 mod bench;
 mod book;
 mod check;
 mod chromium;
 mod demo;
+mod firstbuild;
 mod gosource;
 mod kubectl;
 mod prepare;
@@ -64,6 +66,9 @@ enum Command {
     Faults,
     /// Measure Rust steps 7 and 8 against the Go original and a bare client (takes about half an hour).
     Bench(bench::BenchArgs),
+    /// Time cold builds (`--bin step-1`, `--bins`) of two revisions, with cargo's per-crate
+    /// timings: the first-build table of the Performance page.
+    FirstBuild(firstbuild::FirstBuildArgs),
     /// The book in book/: `outputs` (captured step runs), `build`, `check`, `preprocess`, `go-link`.
     #[command(subcommand)]
     Book(BookCli),
@@ -132,6 +137,7 @@ async fn main() -> ExitCode {
         Command::Parity => parity(),
         Command::Faults => faults(),
         Command::Bench(args) => bench::bench(args).await,
+        Command::FirstBuild(args) => firstbuild::first_build(args),
         Command::Book(BookCli::Book(command)) => book::run(command).await,
         Command::Book(BookCli::Preprocess { command }) => gosource::preprocess(command),
         Command::Book(BookCli::GoLink { file, name }) => gosource::print_link(&file, &name),
