@@ -5,7 +5,7 @@
 //! whole program: step 6's sync with Events and a tracing span per sync,
 //! behaving as Go does request for request (create, then a full replace of
 //! the Deployment, a PUT of the status on every sync, Go's 30 s resync).
-//! Step 8 (`src/reconciler.rs`) is the same controller the kube-rs way.
+//! Step 8 (`step8/src/reconciler.rs`) is the same controller the kube-rs way.
 
 use std::sync::Arc;
 

@@ -1,7 +1,7 @@
 //! Step 8 — the same controller, the kube-rs way, ready for a cluster.
 //!
 //! Step 7 is Go's program request for request. This is what a kube-rs
-//! developer would write for the same job (`src/reconciler.rs`): kube's
+//! developer would write for the same job (`step8/src/reconciler.rs`): kube's
 //! `Controller` with `reconcile` / `error_policy`, server-side apply, no
 //! write that changes nothing, no resync, smaller caches. The book's step 8
 //! chapter measures what each of those buys.
@@ -19,10 +19,11 @@ use std::sync::Arc;
 use clap::Parser;
 use sample_controller::config::{ClientFlags, NamespaceFlag, client_from_flags};
 use sample_controller::diagnose::{Fatal, check_reachable, missing_permissions};
-use sample_controller::leader::{LeaderFlags, run_when_leader};
-use sample_controller::probes::Probes;
-use sample_controller::server::{ServeFlags, serve};
-use sample_controller::{rbac, reconciler, signals, telemetry};
+use sample_controller::{rbac, signals, telemetry};
+use step8::leader::{LeaderFlags, run_when_leader};
+use step8::probes::Probes;
+use step8::reconciler;
+use step8::server::{ServeFlags, serve};
 
 /// The sample controller, the kube-rs way: one nginx Deployment per Foo.
 #[derive(Parser, Debug)]

@@ -90,7 +90,7 @@ async fn step_7_records_events_writes_like_go_resyncs_and_exits_cleanly() {
 
 #[tokio::test]
 async fn step_8_applies_only_what_drifted_is_silent_while_idle_and_restarts_cleanly() {
-    passes_its_check(8, env!("CARGO_BIN_EXE_step-8")).await;
+    passes_its_check(8, support::step_8_binary()).await;
 }
 
 #[tokio::test]

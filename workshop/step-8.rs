@@ -4,7 +4,7 @@
 //! helpers `drifted` and `update_foo_status`: step 7's sync rewritten so that
 //! every write is a server-side apply of only what this controller owns, and
 //! made only when it changes something. kube's `Controller` (its watches, the
-//! Deployment predicate, per-key backoff, graceful shutdown: src/reconciler.rs
+//! Deployment predicate, per-key backoff, graceful shutdown: step8/src/reconciler.rs
 //! `run_with`) and `reconcile` around your `sync` are done.
 //!
 //! Read: book/src/step-8.md, "The idioms, one by one". Check your work against
@@ -12,7 +12,7 @@
 //!
 //!     cargo xtask check step-8
 //!
-//! The project's own answer is src/reconciler.rs (`sync`, `drifted`,
+//! The project's own answer is step8/src/reconciler.rs (`sync`, `drifted`,
 //! `update_foo_status`), used by steps/step-8.rs.
 
 // The gaps leave what they will use (parameters, imports, helpers) unused
@@ -34,9 +34,9 @@ use sample_controller::controller::{
 };
 use sample_controller::deployment::new_deployment;
 use sample_controller::diagnose::{Fatal, check_reachable};
-use sample_controller::probes::Probes;
-use sample_controller::reconciler::{self, Context};
 use sample_controller::{Foo, FooStatus, signals, telemetry};
+use step8::probes::Probes;
+use step8::reconciler::{self, Context};
 
 /// The sample controller, the kube-rs way: one nginx Deployment per Foo.
 #[derive(Parser, Debug)]
@@ -61,7 +61,7 @@ async fn main() -> Result<(), Fatal> {
     let client = connection.client;
 
     // kube's Controller over Foos and the Deployments they own, calling
-    // `reconcile` below (src/reconciler.rs `run_with`).
+    // `reconcile` below (step8/src/reconciler.rs `run_with`).
     reconciler::run_with(
         client.clone(),
         args.namespace.api(&client),

@@ -179,7 +179,7 @@ impl Step {
             "step-5" => env!("CARGO_BIN_EXE_step-5"),
             "step-6" => env!("CARGO_BIN_EXE_step-6"),
             "step-7" => env!("CARGO_BIN_EXE_step-7"),
-            "step-8" => env!("CARGO_BIN_EXE_step-8"),
+            "step-8" => step_8_binary(),
             other => panic!("no binary {other}"),
         }
     }
@@ -547,4 +547,59 @@ pub fn manifest(file: &str) -> Vec<serde_json::Value> {
 /// Server-side applies `doc` (a dry run unless `for_real`).
 pub async fn apply(client: &Client, doc: &serde_json::Value, for_real: bool) -> anyhow::Result<()> {
     testcluster::apply_object(client, doc, "manifest-test", !for_real).await
+}
+
+/// The step-8 binary. It belongs to the step8 package (step8/), so cargo
+/// gives these tests no `CARGO_BIN_EXE_step-8`: it is the `step-8` next to
+/// the other steps' binaries. `cargo test --workspace` builds it there (the
+/// step8 package has integration tests of its own, so cargo builds its
+/// binary with the same features as everything else). Run alone (`cargo test
+/// --test steps`), a missing or out-of-date one is built first, once, with
+/// `cargo build -p sample-controller-step8 --bin step-8`.
+pub fn step_8_binary() -> &'static str {
+    static PATH: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    PATH.get_or_init(|| {
+        let dir = std::path::Path::new(env!("CARGO_BIN_EXE_step-7"))
+            .parent()
+            .expect("a binary has a directory");
+        let binary = dir.join("step-8");
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let built = std::fs::metadata(&binary).and_then(|m| m.modified()).ok();
+        let sources = [
+            "src",
+            "step8/src",
+            "steps/step-8.rs",
+            "Cargo.toml",
+            "step8/Cargo.toml",
+            "Cargo.lock",
+        ]
+        .map(|p| newest_modification(&root.join(p)));
+        let stale = match built {
+            None => true,
+            Some(built) => sources.iter().flatten().any(|&source| source > built),
+        };
+        if stale {
+            eprintln!("step-8 is missing or older than its sources: cargo build --bin step-8");
+            let status = std::process::Command::new(env!("CARGO"))
+                .args(["build", "-p", "sample-controller-step8", "--bin", "step-8"])
+                .current_dir(root)
+                .status()
+                .expect("run cargo build");
+            assert!(status.success(), "cargo build --bin step-8 failed");
+        }
+        binary.to_string_lossy().into_owned()
+    })
+}
+
+/// The latest modification time of `path` or of any file under it.
+fn newest_modification(path: &std::path::Path) -> Option<std::time::SystemTime> {
+    let meta = std::fs::metadata(path).ok()?;
+    if !meta.is_dir() {
+        return meta.modified().ok();
+    }
+    std::fs::read_dir(path)
+        .ok()?
+        .flatten()
+        .filter_map(|entry| newest_modification(&entry.path()))
+        .max()
 }

@@ -104,7 +104,9 @@ fn parse_step(text: &str) -> Result<u8> {
 
 /// Builds the starter (or the step) with cargo and returns its path.
 fn build(step: u8, reference: bool) -> Result<PathBuf> {
-    let (package, bin) = if reference {
+    let (package, bin) = if reference && step == 8 {
+        ("sample-controller-step8", "step-8".to_string())
+    } else if reference {
         ("sample-controller-rs", format!("step-{step}"))
     } else {
         ("workshop", format!("workshop-step-{step}"))

@@ -82,7 +82,10 @@ pub fn first_build(args: FirstBuildArgs) -> Result<()> {
     std::fs::create_dir_all(&work)?;
     let mut sources = Vec::new();
     for rev in &args.revs {
-        let commit = git(&root, &["rev-parse", "--short", &format!("{rev}^{{commit}}")])?;
+        let commit = git(
+            &root,
+            &["rev-parse", "--short", &format!("{rev}^{{commit}}")],
+        )?;
         let dir = work.join(format!("src-{commit}"));
         export(&root, &commit, &dir)?;
         println!("==> cargo fetch for {rev} ({commit}): downloads are not part of the figures");

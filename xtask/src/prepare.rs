@@ -49,6 +49,8 @@ pub async fn prepare() -> Result<()> {
         "-p",
         "sample-controller-rs",
         "-p",
+        "sample-controller-step8",
+        "-p",
         "xtask",
         "--bins",
         "--locked",

@@ -7,13 +7,13 @@
 //! Foo cache. This program is step 8's controller with `watches_stream` and
 //! step 3's `handle_object` as the mapper instead, so that a Deployment
 //! triggers exactly the Foo Go's handler would enqueue. The reconcile,
-//! `error_policy` and `Context` are step 8's (`src/reconciler.rs`).
+//! `error_policy` and `Context` are step 8's (`step8/src/reconciler.rs`).
 //!
 //!     cargo run --example step8_watches -- --namespace default
 //!
 //! Left out, to keep the difference in view: step 8's predicate on Deployment
 //! changes, its holding back of a relist's triggers until the cache shows the
-//! relisted objects (`settled` in `src/reconciler.rs`), dropping
+//! relisted objects (`settled` in `step8/src/reconciler.rs`), dropping
 //! managedFields, leader election and the HTTP endpoints.
 
 use std::sync::Arc;
@@ -26,9 +26,9 @@ use kube::runtime::{WatchStreamExt, reflector, watcher};
 use sample_controller::config::{ClientFlags, NamespaceFlag, client_from_flags};
 use sample_controller::handlers::handle_object;
 use sample_controller::informer::{key_string, watch_list};
-use sample_controller::probes::Probes;
-use sample_controller::reconciler::{Context, Synced, error_policy, reconcile};
 use sample_controller::{Foo, signals, telemetry};
+use step8::probes::Probes;
+use step8::reconciler::{Context, Synced, error_policy, reconcile};
 
 /// Step 8's controller, with Go's `handleObject` deciding which Foo a
 /// Deployment change concerns.

@@ -27,17 +27,17 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource, ResourceExt};
 use tokio::sync::watch;
 
-use crate::controller::{
+use crate::probes::Probes;
+use sample_controller::controller::{
     Error, FIELD_MANAGER, MESSAGE_RESOURCE_SYNCED, SUCCESS_SYNCED, ensure_controlled, publish,
     recorder,
 };
-use crate::deployment::new_deployment;
-use crate::diagnose::explain_watch;
-use crate::informer::{key_string, watch_list};
-use crate::probes::Probes;
-use crate::signals::Shutdown;
-use crate::workqueue::RateLimiter;
-use crate::{Foo, FooStatus};
+use sample_controller::deployment::new_deployment;
+use sample_controller::diagnose::explain_watch;
+use sample_controller::informer::{key_string, watch_list};
+use sample_controller::signals::Shutdown;
+use sample_controller::workqueue::RateLimiter;
+use sample_controller::{Foo, FooStatus};
 
 // ANCHOR: context
 /// What every reconcile shares. Go: the fields of the `Controller` struct.
@@ -53,7 +53,7 @@ pub struct Context {
     pub recorder: Recorder,
     /// Go's retry rate limiter: per-key backoff, reset by a success.
     pub backoff: RateLimiter<ObjectRef<Foo>>,
-    /// Readiness and metrics, served by `src/server.rs`.
+    /// Readiness and metrics, served by `step8/src/server.rs`.
     pub probes: Arc<Probes>,
 }
 
@@ -693,8 +693,8 @@ fn log_result(result: Result<(ObjectRef<Foo>, Action), controller::Error<Error, 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fixtures::{cache, foo, mock_client, stored};
     use http::Method;
+    use sample_controller::fixtures::{cache, foo, mock_client, stored};
     use serde_json::json;
 
     const DEPLOYMENTS: &str = "/apis/apps/v1/namespaces/default/deployments";
@@ -1062,7 +1062,7 @@ mod tests {
         assert!(!drifted(&kept, &desired));
         assert!(drifted(&kept, &new_deployment(&self::foo("test", Some(2)))));
         assert_eq!(relevance(&kept), relevance(&full));
-        assert!(crate::deployment::is_controlled_by(&kept, &foo));
+        assert!(sample_controller::deployment::is_controlled_by(&kept, &foo));
         assert_eq!(ObjectRef::from(&kept), ObjectRef::from(&full));
         assert_eq!(kept.uid(), full.uid());
         assert_eq!(kept.resource_version(), full.resource_version());
@@ -1080,7 +1080,7 @@ mod tests {
         );
         let mut foreign = full;
         foreign.metadata.owner_references = None;
-        assert!(!crate::deployment::is_controlled_by(
+        assert!(!sample_controller::deployment::is_controlled_by(
             &stripped(foreign),
             &foo
         ));

@@ -34,7 +34,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::probes::Probes;
-use crate::signals::Shutdown;
+use sample_controller::signals::Shutdown;
 
 // ANCHOR: flags
 /// Leader election settings (names as in kube-controller-manager).

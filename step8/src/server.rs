@@ -15,7 +15,7 @@ use axum::response::IntoResponse;
 use axum::routing::get;
 
 use crate::probes::Probes;
-use crate::signals::Shutdown;
+use sample_controller::signals::Shutdown;
 
 // ANCHOR: flags
 /// Where step 8 serves its probes and metrics.
