@@ -233,6 +233,10 @@ where
     F: FnMut(Arc<Foo>, Arc<Context>) -> Fut,
     Fut: Future<Output = Result<Action, Error>> + Send + 'static,
 {
+    // Only in the heap-profiling build of `cargo xtask heap-profile`: records
+    // every allocation until this returns, then writes dhat-heap.json.
+    #[cfg(feature = "dhat-heap")]
+    let _profiler = dhat::Profiler::builder().trim_backtraces(Some(16)).build();
     // Both watches start as client-go's do against a 1.36 API server: one
     // WATCH that streams the existing objects (`streaming_lists()`), so the
     // API server never builds one large list response; LIST then WATCH where

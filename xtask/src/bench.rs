@@ -447,8 +447,22 @@ pub(crate) async fn start(
     args: &[String],
     log: &Path,
 ) -> Result<tokio::process::Child> {
+    start_in(exe, args, log, None).await
+}
+
+/// [`start`] in the working directory `cwd` (else this process's).
+pub(crate) async fn start_in(
+    exe: &Path,
+    args: &[String],
+    log: &Path,
+    cwd: Option<&Path>,
+) -> Result<tokio::process::Child> {
     let file = std::fs::File::create(log)?;
-    let child = tokio::process::Command::new(exe)
+    let mut command = tokio::process::Command::new(exe);
+    if let Some(dir) = cwd {
+        command.current_dir(dir);
+    }
+    let child = command
         .args(args)
         .env("RUST_LOG", "info") // Go logs every sync at its default level too
         .stdin(Stdio::null())
@@ -478,7 +492,7 @@ pub(crate) async fn start(
 }
 
 /// Creates `n` Foos in `ns`, 50 requests in flight.
-async fn create_foos(client: &Client, ns: &str, n: usize) -> Result<()> {
+pub(crate) async fn create_foos(client: &Client, ns: &str, n: usize) -> Result<()> {
     let foos: Api<Foo> = Api::namespaced(client.clone(), ns);
     let results: Vec<_> = stream::iter(0..n)
         .map(|i| {
@@ -507,7 +521,7 @@ async fn create_foos(client: &Client, ns: &str, n: usize) -> Result<()> {
 /// Waits until `n` Deployments exist and all `n` Foos have a status, for at
 /// most `limit`; returns `Some("x/n Deployments, y/n statuses")` if that did
 /// not happen.
-async fn wait_converged(
+pub(crate) async fn wait_converged(
     client: &Client,
     ns: &str,
     n: usize,
@@ -542,7 +556,7 @@ async fn wait_converged(
 }
 
 /// Waits until every Foo reports as available what it asked for; returns when.
-async fn wait_settled(client: &Client, ns: &str) -> Result<Instant> {
+pub(crate) async fn wait_settled(client: &Client, ns: &str) -> Result<Instant> {
     let foos: Api<Foo> = Api::namespaced(client.clone(), ns);
     let deadline = Instant::now() + Duration::from_secs(1800);
     loop {
@@ -624,7 +638,7 @@ pub(crate) fn diff(
 
 /// A memory figure of a process from /proc/<pid>/status, in KiB: `VmHWM`
 /// (peak resident set size), `RssAnon`, `RssFile`.
-fn status_kib(pid: u32, field: &str) -> Option<u64> {
+pub(crate) fn status_kib(pid: u32, field: &str) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     let line = status
         .lines()

@@ -14,6 +14,7 @@
 //! * `cargo xtask parity`: the Go-versus-Rust parity tests alone.
 //! * `cargo xtask faults`: the fault suite alone, one line per fault.
 //! * `cargo xtask bench`: figures for the book's Performance page.
+//! * `cargo xtask heap-profile`: step 8's heap at its largest, by dhat.
 //! * `cargo xtask first-build`: cold `cargo build --bin step-1` / `--bins` timings, before and after.
 
 mod bench;
@@ -23,6 +24,7 @@ mod chromium;
 mod demo;
 mod firstbuild;
 mod gosource;
+mod heap;
 mod kubectl;
 mod prepare;
 
@@ -69,6 +71,9 @@ enum Command {
     /// Time cold builds (`--bin step-1`, `--bins`) of two revisions, with cargo's per-crate
     /// timings: the first-build table of the Performance page.
     FirstBuild(firstbuild::FirstBuildArgs),
+    /// Profile step 8's heap with dhat while it converges N Foos: the heap at its largest,
+    /// by crate and by allocation site.
+    HeapProfile(heap::HeapArgs),
     /// The book in book/: `outputs` (captured step runs), `build`, `check`, `preprocess`, `go-link`.
     #[command(subcommand)]
     Book(BookCli),
@@ -138,6 +143,7 @@ async fn main() -> ExitCode {
         Command::Faults => faults(),
         Command::Bench(args) => bench::bench(args).await,
         Command::FirstBuild(args) => firstbuild::first_build(args),
+        Command::HeapProfile(args) => heap::heap_profile(args).await,
         Command::Book(BookCli::Book(command)) => book::run(command).await,
         Command::Book(BookCli::Preprocess { command }) => gosource::preprocess(command),
         Command::Book(BookCli::GoLink { file, name }) => gosource::print_link(&file, &name),
