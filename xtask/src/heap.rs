@@ -224,7 +224,7 @@ fn report(file: &DhatFile, foos: usize) -> Result<String> {
         entry.1 += pp.gbk.unwrap_or(0);
     }
     let mut rows: Vec<_> = by_owner.into_iter().collect();
-    rows.sort_by(|a, b| b.1.0.cmp(&a.1.0));
+    rows.sort_by_key(|row| std::cmp::Reverse(row.1.0));
     for (name, (b, k)) in rows.iter().take(12) {
         let _ = writeln!(
             out,
@@ -247,7 +247,7 @@ fn report(file: &DhatFile, foos: usize) -> Result<String> {
         "\nThe ten largest allocation sites at that moment (their first three frames past that plumbing):"
     );
     let mut sites: Vec<&&ProgramPoint> = live.iter().collect();
-    sites.sort_by(|a, b| b.gb.cmp(&a.gb));
+    sites.sort_by_key(|pp| std::cmp::Reverse(pp.gb));
     for pp in sites.iter().take(10) {
         let frames = owning_frames(pp, &file.ftbl);
         let _ = writeln!(
