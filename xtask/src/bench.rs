@@ -19,7 +19,8 @@
 //! did not converge within `--timeout`. Ratios are of medians.
 //!
 //! Prints a table with ratios and writes it to `book/src/outputs/performance.txt`
-//! and a chart to `book/src/performance.svg`. Figures, not pass/fail.
+//! (or `--output NAME`) and a chart to `book/src/performance.svg`. Figures,
+//! not pass/fail.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -62,6 +63,11 @@ pub struct BenchArgs {
     /// Which subjects to run (for trials; the published figures run all four).
     #[arg(long, value_delimiter = ',', default_value = "floor,go,step7,step8")]
     subjects: Vec<Subject>,
+    /// Where the table goes: `book/src/outputs/NAME.txt`. The chart
+    /// (`book/src/performance.svg`) is drawn for the default only, the
+    /// Performance page's run.
+    #[arg(long, default_value = "performance")]
+    output: String,
 }
 
 /// Who makes the Deployments and status writes in a run.
@@ -213,12 +219,17 @@ pub async fn bench(args: BenchArgs) -> Result<()> {
         &lines_of_code(&root)?,
     );
     println!("\n{table}");
-    std::fs::write(root.join("book/src/outputs/performance.txt"), &table)?;
-    std::fs::write(
-        root.join("book/src/performance.svg"),
-        chart(&args.sizes, &results, limit),
-    )?;
-    println!("Wrote book/src/outputs/performance.txt and book/src/performance.svg");
+    let out = format!("book/src/outputs/{}.txt", args.output);
+    std::fs::write(root.join(&out), &table)?;
+    if args.output == "performance" {
+        std::fs::write(
+            root.join("book/src/performance.svg"),
+            chart(&args.sizes, &results, limit),
+        )?;
+        println!("Wrote {out} and book/src/performance.svg");
+    } else {
+        println!("Wrote {out}");
+    }
     Ok(())
 }
 

@@ -252,9 +252,10 @@ fn report(file: &DhatFile, foos: usize) -> Result<String> {
         let frames = owning_frames(pp, &file.ftbl);
         let _ = writeln!(
             out,
-            "  {:>8.1} KiB {:>7} blocks",
+            "  {:>8.1} KiB {:>7} blocks of {} B on average",
             pp.gb.unwrap_or(0) as f64 / 1024.0,
-            pp.gbk.unwrap_or(0)
+            pp.gbk.unwrap_or(0),
+            pp.gb.unwrap_or(0) / pp.gbk.unwrap_or(1).max(1)
         );
         for frame in frames.iter().take(3) {
             let _ = writeln!(out, "      {}", short(frame));
