@@ -4,7 +4,8 @@
 //!
 //! Everything here returns [`Result`]; the tests wrap it in helpers that
 //! panic, the captures add their transcript on top. The program is named by
-//! its path: the tests take a step's from `env!("CARGO_BIN_EXE_step-N")`, the
+//! its path: the tests take a step's from `env!("CARGO_BIN_EXE_step-N")`
+//! (step 8's, from another package, from `support::step_8_binary`), the
 //! captures from target/debug.
 
 use std::path::Path;
