@@ -634,12 +634,15 @@ impl Drop for ControlPlane {
         }
         process::stop_all(&mut self.processes, STOP_GRACE);
         let _ = process::write_record(&self.data_dir, &[]);
-        let keep = std::thread::panicking()
-            || self.keep.load(Ordering::Relaxed)
+        let keep_everything = self.keep.load(Ordering::Relaxed)
             || std::env::var_os("TESTCLUSTER_KEEP").is_some_and(|v| !v.is_empty());
-        let keep_everything = std::env::var_os("TESTCLUSTER_KEEP").is_some_and(|v| !v.is_empty())
-            || self.keep.load(Ordering::Relaxed);
-        if keep && !keep_everything && self.temporary {
+        let failed = std::thread::panicking();
+        if keep_everything || (failed && !self.temporary) {
+            eprintln!(
+                "testcluster: control-plane data and logs kept in {}",
+                self.data_dir.display()
+            );
+        } else if failed {
             // A failed test keeps its logs, kubeconfig and certificates, not etcd's
             // data: etcd preallocates 60 MiB of write-ahead log, and a day of failing
             // runs filled the disk. `TESTCLUSTER_KEEP=1` keeps etcd's data too.
@@ -647,11 +650,6 @@ impl Drop for ControlPlane {
             eprintln!(
                 "testcluster: control-plane logs kept in {} (etcd's data removed; \
                  TESTCLUSTER_KEEP=1 keeps it)",
-                self.data_dir.display()
-            );
-        } else if keep {
-            eprintln!(
-                "testcluster: control-plane data and logs kept in {}",
                 self.data_dir.display()
             );
         } else if self.temporary {

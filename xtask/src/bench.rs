@@ -712,7 +712,7 @@ fn median(values: &mut [f64]) -> Option<f64> {
 }
 
 /// Median, minimum and maximum of `values`.
-fn spread(mut values: Vec<f64>) -> Option<(f64, f64, f64)> {
+pub(crate) fn spread(mut values: Vec<f64>) -> Option<(f64, f64, f64)> {
     let mid = median(&mut values)?;
     Some((mid, values[0], values[values.len() - 1]))
 }

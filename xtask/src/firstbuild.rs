@@ -23,6 +23,8 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 
+use crate::bench::spread;
+
 /// The last commit before the first-build cuts (serde_yaml, k8s-openapi's
 /// schemars feature, dependencies' debug info).
 const BEFORE: &str = "3e62b6b";
@@ -237,8 +239,9 @@ fn report(
             let Some(list) = runs.get(&(index, target)) else {
                 continue;
             };
-            let (mid, min, max) = spread(list.iter().map(|r| r.wall).collect())?;
-            let (cpu, _, _) = spread(list.iter().map(|r| r.cpu).collect())?;
+            let (mid, min, max) =
+                spread(list.iter().map(|r| r.wall).collect()).context("no runs")?;
+            let (cpu, _, _) = spread(list.iter().map(|r| r.cpu).collect()).context("no runs")?;
             let crates = list.first().map_or(0, |r| r.crates.len());
             let bytes = list.iter().map(|r| r.target_bytes).max().unwrap_or(0);
             let _ = writeln!(
@@ -276,7 +279,7 @@ fn report(
             }
             let mut medians = Vec::new();
             for (name, seconds) in per_crate {
-                medians.push((spread(seconds)?.0, name));
+                medians.push((spread(seconds).context("no runs")?.0, name));
             }
             medians.sort_by(|a, b| b.0.total_cmp(&a.0));
             let _ = writeln!(
@@ -290,21 +293,6 @@ fn report(
         }
     }
     Ok(out)
-}
-
-/// Median, minimum and maximum of `values`.
-fn spread(mut values: Vec<f64>) -> Result<(f64, f64, f64)> {
-    if values.is_empty() {
-        bail!("no runs to summarise");
-    }
-    values.sort_by(f64::total_cmp);
-    let n = values.len();
-    let mid = if n % 2 == 1 {
-        values[n / 2]
-    } else {
-        (values[n / 2 - 1] + values[n / 2]) / 2.0
-    };
-    Ok((mid, values[0], values[n - 1]))
 }
 
 /// User plus system CPU seconds of this process's waited-for descendants.
