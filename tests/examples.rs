@@ -203,34 +203,14 @@ async fn example_binary(name: &str) -> PathBuf {
         .expect("target/<profile>/deps/<test>");
     let path = profile_dir.join("examples").join(name);
     if !built.iter().any(|b| b == name) {
-        let mut cargo = tokio::process::Command::new(env!("CARGO"));
-        // Without the variables Cargo sets for a running test: build scripts
-        // that watch one (ring's watches CARGO_MANIFEST_DIR) would otherwise
-        // rebuild, and then rebuild again at the next plain `cargo build`.
-        for (key, _) in std::env::vars_os() {
-            if let Some(key) = key.to_str()
-                && (key.starts_with("CARGO_PKG_")
-                    || matches!(
-                        key,
-                        "CARGO_MANIFEST_DIR"
-                            | "CARGO_MANIFEST_PATH"
-                            | "CARGO_CRATE_NAME"
-                            | "CARGO_BIN_NAME"
-                            | "CARGO_PRIMARY_PACKAGE"
-                            | "CARGO_TARGET_TMPDIR"
-                            | "CARGO_RUSTC_CURRENT_DIR"
-                            | "OUT_DIR"
-                    ))
-            {
-                cargo.env_remove(key);
-            }
-        }
-        let output = cargo
-            .args(["build", "--quiet", "--example", name])
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .output()
-            .await
-            .expect("run cargo");
+        let output = testcluster::cargo::command(
+            Path::new(env!("CARGO_MANIFEST_DIR")),
+            &["build", "--quiet", "--example", name],
+        )
+        .tokio()
+        .output()
+        .await
+        .expect("run cargo");
         assert!(
             output.status.success(),
             "cargo build --example {name}:\n{}",

@@ -17,8 +17,9 @@ use support::*;
 /// cargo), and returns the binary's path.
 fn build_musl_step_8() -> PathBuf {
     let target_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/musl");
-    let status = std::process::Command::new(env!("CARGO"))
-        .args([
+    let status = testcluster::cargo::command(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")),
+        &[
             "build",
             "--release",
             "--locked",
@@ -26,14 +27,15 @@ fn build_musl_step_8() -> PathBuf {
             "x86_64-unknown-linux-musl",
             "--bin",
             "step-8",
-        ])
-        .env("CARGO_TARGET_DIR", &target_dir)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .status()
-        .expect("run cargo build");
+        ],
+    )
+    .env("CARGO_TARGET_DIR", &target_dir)
+    .std()
+    .status()
+    .expect("run cargo build");
     assert!(
         status.success(),
-        "the musl build failed: it needs `rustup target add x86_64-unknown-linux-musl` and musl-gcc (Debian: musl-tools), which .ci/run installs"
+        "the musl build failed: it needs `rustup target add x86_64-unknown-linux-musl` and musl-gcc (Debian: musl-tools), which `cargo xtask test` installs"
     );
     target_dir.join("x86_64-unknown-linux-musl/release/step-8")
 }

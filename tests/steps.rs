@@ -56,6 +56,17 @@ async fn passes_its_check(step: u8, program: &str) {
     let report = checks::check(step, &target).await.expect("the check runs");
     println!("{report}");
     assert!(report.passed(), "step {step}:\n{report}");
+    // A check that passed leaves nothing behind.
+    assert!(!report.namespaces.is_empty(), "the check used no namespace");
+    let namespaces: kube::Api<k8s_openapi::api::core::v1::Namespace> =
+        kube::Api::all(target.client.clone());
+    for ns in &report.namespaces {
+        let left = namespaces.get_opt(ns).await.expect("read the namespace");
+        assert!(
+            left.is_none_or(|n| n.metadata.deletion_timestamp.is_some()),
+            "step {step}: the check passed but left namespace {ns}"
+        );
+    }
 }
 
 #[tokio::test]

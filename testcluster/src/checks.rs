@@ -92,6 +92,10 @@ pub struct Report {
     pub step: u8,
     /// One per behaviour.
     pub lines: Vec<Line>,
+    /// The namespaces the check created: deleted when every behaviour
+    /// passed, left in place otherwise (what the program did is still there
+    /// to look at) and named at the end of the report.
+    pub namespaces: Vec<String>,
 }
 
 impl Report {
@@ -143,6 +147,14 @@ impl fmt::Display for Report {
             .iter()
             .filter(|l| l.outcome == Outcome::Passed)
             .count();
+        if !self.passed() && !self.namespaces.is_empty() {
+            writeln!(
+                f,
+                "  kept for you to look at: namespace {} (kubectl get foos,deployments,events -n NAME; \
+                 kubectl delete namespace NAME when done)",
+                self.namespaces.join(", ")
+            )?;
+        }
         write!(
             f,
             "step-{}: {passed} of {} behaviours pass",
@@ -188,8 +200,37 @@ pub async fn check(step: u8, target: &Target) -> Result<Report> {
             Box::pin(run(target, STEP_8_RESTARTS, step_8_restarts)),
         ],
     };
-    let lines = join_all(runs).await.into_iter().flatten().collect();
-    Ok(Report { step, lines })
+    let (lines, namespaces): (Vec<Line>, Vec<String>) = CREATED
+        .scope(std::sync::Mutex::new(Vec::new()), async {
+            let lines = join_all(runs).await.into_iter().flatten().collect();
+            let namespaces = CREATED.with(|c| c.lock().map(|c| c.clone()).unwrap_or_default());
+            (lines, namespaces)
+        })
+        .await;
+    let report = Report {
+        step,
+        lines,
+        namespaces,
+    };
+    if report.passed() {
+        let api = Api::<k8s_openapi::api::core::v1::Namespace>::all(target.client.clone());
+        for ns in &report.namespaces {
+            match api.delete(ns, &Default::default()).await {
+                Ok(_) => {}
+                Err(kube::Error::Api(s)) if s.code == 404 => {}
+                Err(err) => {
+                    return Err(err).with_context(|| format!("deleting namespace {ns}"));
+                }
+            }
+        }
+    }
+    Ok(report)
+}
+
+tokio::task_local! {
+    /// The namespaces the running check created (every scenario of one
+    /// check runs in the task that calls [`check`]).
+    static CREATED: std::sync::Mutex<Vec<String>>;
 }
 
 /// The behaviour lists of `step`'s scenarios.
@@ -275,6 +316,12 @@ async fn namespace(client: &Client, prefix: &str) -> Checked<String> {
     crate::create_namespace(client, &name)
         .await
         .map_err(|e| failure("a namespace for the check", format!("{e:#}")))?;
+    // Outside a check (a unit test calling a scenario helper) nothing records it.
+    let _ = CREATED.try_with(|created| {
+        if let Ok(mut created) = created.lock() {
+            created.push(name.clone());
+        }
+    });
     Ok(name)
 }
 
@@ -1784,8 +1831,14 @@ mod tests {
                     outcome: Outcome::NotReached,
                 },
             ],
+            namespaces: vec!["check-step5-1-0".into()],
         };
         assert!(!report.passed());
+        assert!(
+            report
+                .to_string()
+                .contains("kept for you to look at: namespace check-step5-1-0")
+        );
         assert_eq!(
             report.summary(),
             [

@@ -29,7 +29,11 @@
 //! is panicking (a failed test: logs, kubeconfig and certificates, without etcd's data),
 //! [`ControlPlane::keep_data_dir`] was called, or `TESTCLUSTER_KEEP` is set (everything). The processes also die with the process that started them
 //! (`PR_SET_PDEATHSIG`, see the `process` module), which is what stops the [`shared`] control
-//! plane: Rust never drops statics.
+//! plane and any other kept in a static: Rust never drops statics.
+//!
+//! What a run leaves in `$TMPDIR`: a kept directory holds a `.kept` marker; every other
+//! directory of a process that has exited (a static's, a killed run's) is removed by the
+//! next [`ControlPlane::start`] ([`sweep_stale_data_dirs`]).
 //!
 //! Environment variables:
 //!
@@ -44,6 +48,7 @@
 
 mod args;
 pub mod binaries;
+pub mod cargo;
 pub mod checks;
 pub mod harness;
 mod pki;
@@ -190,7 +195,7 @@ impl ControlPlane {
                 (dir.clone(), false)
             }
             None => {
-                sweep_stale_data_dirs();
+                sweep_stale_data_dirs(&std::env::temp_dir());
                 (create_temp_dir()?, true)
             }
         };
@@ -634,9 +639,11 @@ impl Drop for ControlPlane {
         }
         process::stop_all(&mut self.processes, STOP_GRACE);
         let _ = process::write_record(&self.data_dir, &[]);
-        let keep_everything = self.keep.load(Ordering::Relaxed)
-            || std::env::var_os("TESTCLUSTER_KEEP").is_some_and(|v| !v.is_empty());
+        let keep_everything = self.keep.load(Ordering::Relaxed) || keep_requested();
         let failed = std::thread::panicking();
+        if keep_everything || failed {
+            mark_kept(&self.data_dir);
+        }
         if keep_everything || (failed && !self.temporary) {
             eprintln!(
                 "testcluster: control-plane data and logs kept in {}",
@@ -662,8 +669,8 @@ impl Drop for ControlPlane {
 /// [`Options::default`].
 ///
 /// It is never dropped (Rust does not drop statics): its processes are killed by the kernel
-/// when the test process exits (`PR_SET_PDEATHSIG`), and its data directory, marked as
-/// shared, is removed by the next run's start. Its path is printed once. A failed start is
+/// when the test process exits (`PR_SET_PDEATHSIG`), and its data directory is removed by
+/// the next run's start (kept, marked, when `TESTCLUSTER_KEEP` is set). Its path is printed once. A failed start is
 /// remembered, so later tests fail fast with the same error.
 pub async fn shared() -> Result<&'static ControlPlane> {
     static SHARED: tokio::sync::OnceCell<Result<ControlPlane, String>> =
@@ -673,11 +680,14 @@ pub async fn shared() -> Result<&'static ControlPlane> {
             let cp = ControlPlane::start(Options::default())
                 .await
                 .map_err(|err| format!("{err:#}"))?;
-            // Marker for sweep_stale_data_dirs: removable once this process is gone.
-            fs::write(cp.data_dir.join(".shared"), b"")
-                .map_err(|err| format!("marking the shared data dir: {err}"))?;
+            let fate = if keep_requested() {
+                mark_kept(&cp.data_dir);
+                "kept: TESTCLUSTER_KEEP is set"
+            } else {
+                "removed by the next run"
+            };
             binaries::progress(&format!(
-                "shared control plane for this test binary: logs in {} (removed by the next run)",
+                "shared control plane for this test binary: logs in {} ({fate})",
                 cp.log_dir().display()
             ));
             Ok(cp)
@@ -934,30 +944,49 @@ fn create_temp_dir() -> Result<PathBuf> {
     )
 }
 
-/// Cleans up after test processes that are gone: stops any process they recorded that is
-/// still running (normally the death signal already did), and removes their data directory
-/// if it belonged to a [`shared`] control plane. Kept directories of failed runs stay.
-fn sweep_stale_data_dirs() {
-    let Ok(entries) = fs::read_dir(std::env::temp_dir()) else {
+/// Whether `TESTCLUSTER_KEEP` asks to keep every data directory.
+fn keep_requested() -> bool {
+    std::env::var_os("TESTCLUSTER_KEEP").is_some_and(|v| !v.is_empty())
+}
+
+/// The file that marks a data directory as kept on purpose: [`sweep_stale_data_dirs`]
+/// leaves it.
+pub const KEPT_MARKER: &str = ".kept";
+
+fn mark_kept(dir: &Path) {
+    let _ = fs::write(dir.join(KEPT_MARKER), b"");
+}
+
+/// Cleans up after the processes that are gone, in `base` (`$TMPDIR` when a control plane
+/// starts): stops any process they recorded that is still running (normally the death
+/// signal already did) and removes their data directories, except those marked kept
+/// ([`KEPT_MARKER`]: a failed test's logs, or `TESTCLUSTER_KEEP`). A directory's owner is
+/// the process recorded in its `pids.json`, else the PID in its name.
+pub fn sweep_stale_data_dirs(base: &Path) {
+    let Ok(entries) = fs::read_dir(base) else {
         return;
     };
     for entry in entries.flatten() {
         let dir = entry.path();
-        let is_ours = entry
+        let Some(name_owner) = entry
             .file_name()
             .to_str()
-            .is_some_and(|name| name.starts_with(TEMP_PREFIX));
-        if !is_ours {
+            .and_then(|name| name.strip_prefix(TEMP_PREFIX))
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|pid| pid.parse::<u32>().ok())
+        else {
             continue;
-        }
-        let Ok(Some((owner, processes))) = process::read_record(&dir) else {
-            continue;
+        };
+        let (owner, processes) = match process::read_record(&dir) {
+            Ok(Some(record)) => record,
+            Ok(None) => (name_owner, Vec::new()),
+            Err(_) => continue,
         };
         if process::pid_exists(owner) {
             continue;
         }
         process::stop_recorded(&processes, STOP_GRACE);
-        if dir.join(".shared").exists() {
+        if !dir.join(KEPT_MARKER).exists() {
             let _ = fs::remove_dir_all(&dir);
         }
     }

@@ -580,11 +580,13 @@ pub fn step_8_binary() -> &'static str {
         };
         if stale {
             eprintln!("step-8 is missing or older than its sources: cargo build --bin step-8");
-            let status = std::process::Command::new(env!("CARGO"))
-                .args(["build", "-p", "sample-controller-step8", "--bin", "step-8"])
-                .current_dir(root)
-                .status()
-                .expect("run cargo build");
+            let status = testcluster::cargo::command(
+                root,
+                &["build", "-p", "sample-controller-step8", "--bin", "step-8"],
+            )
+            .std()
+            .status()
+            .expect("run cargo build");
             assert!(status.success(), "cargo build --bin step-8 failed");
         }
         binary.to_string_lossy().into_owned()

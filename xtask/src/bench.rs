@@ -681,8 +681,7 @@ fn learner_build(root: &Path) -> Result<(Duration, Duration)> {
 
 fn cargo(root: &Path, args: &[&str], target: Option<&PathBuf>) -> Result<Duration> {
     let started = Instant::now();
-    let mut command = std::process::Command::new(env!("CARGO"));
-    command.args(args).current_dir(root);
+    let mut command = testcluster::cargo::command(root, args).std();
     if let Some(dir) = target {
         command.env("CARGO_TARGET_DIR", dir);
     }

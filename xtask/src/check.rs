@@ -103,22 +103,24 @@ fn parse_step(text: &str) -> Result<u8> {
 }
 
 /// Builds the starter (or the step) with cargo and returns its path.
+///
+/// Built as the user's own `cargo build` would (no `-p xtask`, none of
+/// `cargo xtask`'s variables): the same features, the same artifacts, so a
+/// check after a `cargo build` compiles only what changed, and the other way
+/// round.
 fn build(step: u8, reference: bool) -> Result<PathBuf> {
-    let (package, bin) = if reference && step == 8 {
-        ("sample-controller-step8", "step-8".to_string())
-    } else if reference {
-        ("sample-controller-rs", format!("step-{step}"))
+    let bin = if reference {
+        format!("step-{step}")
     } else {
-        ("workshop", format!("workshop-step-{step}"))
+        format!("workshop-step-{step}")
     };
-    // With xtask in the selection, features resolve as for `cargo xtask`
-    // itself, so switching between the two rebuilds nothing.
-    println!("==> cargo build -p {package} --bin {bin}");
-    let status = std::process::Command::new(env!("CARGO"))
-        .args(["build", "-p", package, "-p", "xtask", "--bin", &bin])
-        .current_dir(repo_root())
-        .status()
-        .context("running cargo build")?;
+    let cargo = if reference {
+        crate::cargo(&["build", "--bin", &bin])
+    } else {
+        crate::cargo(&["build", "-p", "workshop", "--bin", &bin])
+    };
+    println!("==> {cargo}");
+    let status = cargo.std().status().context("running cargo build")?;
     if !status.success() {
         bail!("{bin} does not compile yet: fix the errors above, then run the check again");
     }

@@ -174,7 +174,8 @@ fn render(job: &Job, worker: usize) -> Result<Rendered> {
     std::fs::create_dir_all(&profile)?;
     let screenshot = &job.screenshot;
     let url = job.url()?;
-    let output = Command::new("chromium")
+    let chromium = crate::setup::chromium().context("chromium is not installed")?;
+    let output = Command::new(chromium)
         .args([
             "--headless",
             "--no-sandbox",

@@ -136,16 +136,11 @@ async fn run(
     kubeconfig: Option<&std::path::Path>,
 ) -> Result<()> {
     let root = crate::repo_root();
-    println!(
-        "==> Building and starting step 8 (cargo run --bin step-8 -- --namespace {NAMESPACE})"
-    );
-    let status = std::process::Command::new(env!("CARGO"))
-        .args(["build", "--quiet", "--bin", "step-8"])
-        .current_dir(&root)
-        .status()
-        .context("running cargo build")?;
+    let build = crate::cargo(&["build", "--bin", "step-8"]);
+    println!("==> Building step 8 ({build}), then starting it with --namespace {NAMESPACE}");
+    let status = build.std().status().context("running cargo build")?;
     if !status.success() {
-        bail!("cargo build --bin step-8 failed");
+        bail!("{build} failed");
     }
     let mut step = tokio::process::Command::new(root.join("target/debug/step-8"));
     step.args(["--namespace", NAMESPACE])
@@ -169,6 +164,16 @@ async fn run(
         let started = Instant::now();
         let mut last = Vec::new();
         loop {
+            // Converged? Asked before kubectl runs, so that the table printed
+            // below is never older than the state that ends the loop.
+            let foo_list = foos.list(&Default::default()).await?;
+            let done = !foo_list.items.is_empty()
+                && foo_list.items.iter().all(|f| {
+                    let want = f.spec.replicas.unwrap_or(1);
+                    f.status
+                        .as_ref()
+                        .is_some_and(|s| s.available_replicas == want)
+                });
             let lines = kubectl_lines(kubectl, &get).await?;
             let view = without_age(&lines);
             if view != last {
@@ -182,16 +187,9 @@ async fn run(
                 }
                 last = view;
             }
-            let foo_list = foos.list(&Default::default()).await?;
-            let done = foo_list.items.iter().all(|f| {
-                let want = f.spec.replicas.unwrap_or(1);
-                f.status
-                    .as_ref()
-                    .is_some_and(|s| s.available_replicas == want)
-            });
-            if done && !foo_list.items.is_empty() {
+            if done {
                 println!(
-                    "\n==> Converged: the Foo's status.availableReplicas matches spec.replicas"
+                    "\n==> Converged: the Foo's status.availableReplicas matches spec.replicas (the table above)"
                 );
                 break;
             }

@@ -350,10 +350,8 @@ fn git(root: &Path, args: &[&str]) -> Result<String> {
 }
 
 fn cargo(dir: &Path, args: &[&str], target_dir: Option<&Path>) -> Result<()> {
-    let mut command = Command::new(env!("CARGO"));
+    let mut command = testcluster::cargo::command(dir, args).std();
     command
-        .args(args)
-        .current_dir(dir)
         // The learner's defaults, whatever this shell or CI set.
         .env_remove("CARGO_INCREMENTAL")
         .env_remove("RUSTFLAGS")

@@ -96,25 +96,24 @@ pub async fn heap_profile(args: HeapArgs) -> Result<()> {
         "==> cargo build --release -p sample-controller-step8 --features dhat-heap --bin step-8 \
          (in target/heap, with debug info so that every frame resolves)"
     );
-    let status = std::process::Command::new(env!("CARGO"))
-        .args([
-            "build",
-            "--release",
-            "--quiet",
-            "-p",
-            "sample-controller-step8",
-            "--features",
-            "dhat-heap",
-            "--bin",
-            "step-8",
-        ])
-        .env("CARGO_TARGET_DIR", &target)
-        // Full debug info: inlined frames then have their whole path
-        // (`kube_runtime::events::Recorder::publish`), not just `publish`.
-        .env("CARGO_PROFILE_RELEASE_DEBUG", "full")
-        .current_dir(&root)
-        .status()
-        .context("running cargo build")?;
+    let status = crate::cargo(&[
+        "build",
+        "--release",
+        "--quiet",
+        "-p",
+        "sample-controller-step8",
+        "--features",
+        "dhat-heap",
+        "--bin",
+        "step-8",
+    ])
+    .env("CARGO_TARGET_DIR", &target)
+    // Full debug info: inlined frames then have their whole path
+    // (`kube_runtime::events::Recorder::publish`), not just `publish`.
+    .env("CARGO_PROFILE_RELEASE_DEBUG", "full")
+    .std()
+    .status()
+    .context("running cargo build")?;
     if !status.success() {
         bail!("building step 8 with dhat failed");
     }

@@ -27,6 +27,7 @@ mod gosource;
 mod heap;
 mod kubectl;
 mod prepare;
+mod setup;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -157,7 +158,6 @@ async fn main() -> ExitCode {
     }
 }
 
-/// The repository root (parent of `xtask/`).
 /// The exit code of a command that decides its own success (`check`), or
 /// 1 after printing its error.
 fn exit_code(result: Result<ExitCode>) -> ExitCode {
@@ -167,14 +167,25 @@ fn exit_code(result: Result<ExitCode>) -> ExitCode {
     })
 }
 
+/// `cargo ARGS` in the repository, as the user's own shell would run it
+/// (none of the variables `cargo xtask` got for xtask itself: see
+/// `testcluster::cargo`), so that it shares their builds.
+fn cargo(args: &[&str]) -> testcluster::cargo::Cargo {
+    testcluster::cargo::command(&repo_root(), args)
+}
+
+/// The repository root (parent of `xtask/`).
 fn repo_root() -> PathBuf {
     let xtask_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
     xtask_dir.parent().unwrap_or(xtask_dir).to_path_buf()
 }
 
-/// The README's test command: the control-plane binaries first (so their
-/// build shows its progress), then every test of the workspace.
+/// The README's test command: what a fresh machine lacks (system packages,
+/// the musl target, the book's tools; see `setup`), the control-plane
+/// binaries (so their build shows its progress), then every test of the
+/// workspace and the book check.
 fn test() -> Result<()> {
+    setup::ensure_test_prerequisites()?;
     println!(
         "==> Control-plane binaries (built once into ~/.cache/sample-controller-rs; a first build takes 15-20 minutes on 2 cores)"
     );
@@ -183,9 +194,8 @@ fn test() -> Result<()> {
         "==> cargo test --workspace (unit, mock API server, end-to-end and parity against local control planes)"
     );
     clear_fault_report()?;
-    let status = std::process::Command::new(env!("CARGO"))
-        .args(["test", "--workspace"])
-        .current_dir(repo_root())
+    let status = cargo(&["test", "--workspace"])
+        .std()
         .status()
         .context("running cargo test")?;
     if !status.success() {
@@ -202,18 +212,17 @@ fn test() -> Result<()> {
 /// `cargo test --test parity`, after building what it needs.
 fn parity() -> Result<()> {
     build(&[])?;
-    let status = std::process::Command::new(env!("CARGO"))
-        .args([
-            "test",
-            "--test",
-            "parity",
-            "--",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .current_dir(repo_root())
-        .status()
-        .context("running cargo test --test parity")?;
+    let status = cargo(&[
+        "test",
+        "--test",
+        "parity",
+        "--",
+        "--nocapture",
+        "--test-threads=1",
+    ])
+    .std()
+    .status()
+    .context("running cargo test --test parity")?;
     if !status.success() {
         anyhow::bail!("the parity tests failed");
     }
@@ -224,9 +233,8 @@ fn parity() -> Result<()> {
 fn faults() -> Result<()> {
     build(&[])?;
     clear_fault_report()?;
-    let status = std::process::Command::new(env!("CARGO"))
-        .args(["test", "--test", "faults", "--", "--test-threads=9"])
-        .current_dir(repo_root())
+    let status = cargo(&["test", "--test", "faults", "--", "--test-threads=9"])
+        .std()
         .status()
         .context("running cargo test --test faults")?;
     print_fault_report()?;

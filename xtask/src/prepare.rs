@@ -106,9 +106,11 @@ pub async fn prepare() -> Result<()> {
     if !tool_installed("mdbook") {
         println!(
             "To read the book in a browser (optional; book/src/*.md read fine as they are):\n  \
-             cargo install --locked mdbook --version 0.5.4 --no-default-features --features search\n  \
-             cargo install --locked mdbook-mermaid --version 0.17.1\n  \
-             cargo xtask book build && mdbook serve book"
+             {}\n  \
+             {}\n  \
+             cargo xtask book build && mdbook serve book",
+            crate::setup::MDBOOK.install_line(),
+            crate::setup::MDBOOK_MERMAID.install_line(),
         );
     }
     Ok(())
@@ -116,9 +118,8 @@ pub async fn prepare() -> Result<()> {
 
 /// Runs `cargo args…` in the repository; fails if it does.
 fn cargo(args: &[&str]) -> Result<()> {
-    let status = Command::new(env!("CARGO"))
-        .args(args)
-        .current_dir(repo_root())
+    let status = crate::cargo(args)
+        .std()
         .status()
         .with_context(|| format!("running cargo {}", args.join(" ")))?;
     if !status.success() {

@@ -67,12 +67,9 @@ pub(super) async fn outputs(only: &[String]) -> Result<()> {
     let wanted = |name: &str| only.is_empty() || only.iter().any(|o| o == name);
     let started = std::time::Instant::now();
     let root = crate::repo_root();
-    println!("==> cargo build --bins --examples");
-    run_tool(
-        Command::new(env!("CARGO"))
-            .args(["build", "--bins", "--examples"])
-            .current_dir(&root),
-    )?;
+    let build = crate::cargo(&["build", "--bins", "--examples"]);
+    println!("==> {build}");
+    run_tool(&mut build.std())?;
     let out = book_dir().join("src/outputs");
     std::fs::create_dir_all(&out)?;
     // Needs no cluster; reuses the build tests/image.rs made, if current.

@@ -39,7 +39,7 @@ pub fn check() -> Result<()> {
     failures.extend(crate::gosource::check(&pages)?);
 
     println!("==> book check: tools");
-    let tools = require_tools(&[MDBOOK, MDBOOK_MERMAID, MDBOOK_LINKCHECK2, ("chromium", "")])
+    let tools = require_tools(&[MDBOOK, MDBOOK_MERMAID, MDBOOK_LINKCHECK2], true)
         .and_then(|()| crate::gosource::check_preprocessor(&book));
     if let Err(err) = tools {
         failures.push(format!("{err:#}"));

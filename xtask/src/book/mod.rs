@@ -58,7 +58,7 @@ pub async fn run(command: BookCommand) -> Result<()> {
     match command {
         BookCommand::Outputs { only } => capture::outputs(&only).await,
         BookCommand::Build => {
-            require_tools(&[MDBOOK, MDBOOK_MERMAID])?;
+            require_tools(&[MDBOOK, MDBOOK_MERMAID], false)?;
             tools::build()
         }
         BookCommand::Check => check(),

@@ -1,35 +1,14 @@
 //! The tools the book is built and checked with: their pinned versions, the
 //! commands that install them, and `build` (mdbook-mermaid, then mdbook).
 
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use anyhow::{Context, Result, bail, ensure};
 
 use super::book_dir;
 
-/// The tool versions the book is built and checked with.
-pub(super) const MDBOOK: (&str, &str) = ("mdbook", "0.5.");
-pub(super) const MDBOOK_MERMAID: (&str, &str) = ("mdbook-mermaid", "0.17.");
-pub(super) const MDBOOK_LINKCHECK2: (&str, &str) = ("mdbook-linkcheck2", "0.13.");
-/// How to install each tool, quoted when it is missing.
-const INSTALL: &[(&str, &str)] = &[
-    (
-        "mdbook",
-        "cargo install --locked mdbook --version 0.5.4 --no-default-features --features search",
-    ),
-    (
-        "mdbook-mermaid",
-        "cargo install --locked mdbook-mermaid --version 0.17.1",
-    ),
-    (
-        "mdbook-linkcheck2",
-        "cargo install --locked mdbook-linkcheck2 --version 0.13.0",
-    ),
-    (
-        "chromium",
-        "apt-get update && apt-get install -y chromium   (Debian/Ubuntu)",
-    ),
-];
+use crate::setup::BookTool;
+pub(super) use crate::setup::{MDBOOK, MDBOOK_LINKCHECK2, MDBOOK_MERMAID};
 
 // ---------------------------------------------------------------------------
 // build
@@ -52,40 +31,31 @@ pub(super) fn run_tool(command: &mut Command) -> Result<()> {
     Ok(())
 }
 
-/// Fails with the install lines of every missing or wrongly versioned tool.
-pub(super) fn require_tools(tools: &[(&str, &str)]) -> Result<()> {
+/// Fails with the install lines of every missing or wrongly versioned tool
+/// (the pins of `setup`), and Chromium's when `chromium` is asked for and missing.
+pub(super) fn require_tools(tools: &[BookTool], chromium: bool) -> Result<()> {
     let mut problems = Vec::new();
-    for &(tool, prefix) in tools {
-        let found = Command::new(tool)
-            .arg("--version")
-            .stderr(Stdio::null())
-            .output();
-        let version = match found {
-            Ok(out) if out.status.success() => String::from_utf8_lossy(&out.stdout).to_string(),
-            _ => String::new(),
-        };
-        // `mdbook v0.5.4`, `mdbook-mermaid 0.17.1`, `Chromium 1xx.…`
-        let number = version
-            .split_whitespace()
-            .nth(1)
-            .unwrap_or_default()
-            .trim_start_matches('v');
-        if version.is_empty() {
-            problems.push(format!("{tool} is not installed"));
-        } else if !number.starts_with(prefix) {
-            problems.push(format!("{tool} {number} found, the book needs {prefix}x"));
+    let mut install = Vec::new();
+    for tool in tools {
+        match crate::setup::installed_version(tool.name) {
+            Some(version) if version == tool.version => continue,
+            Some(version) => problems.push(format!(
+                "{} {version} found, the book needs {}",
+                tool.name, tool.version
+            )),
+            None => problems.push(format!("{} is not installed", tool.name)),
         }
+        install.push(format!("  {}", tool.install_line()));
+    }
+    if chromium && crate::setup::chromium().is_none() {
+        problems.push("chromium is not installed".to_string());
+        install.push("  apt-get install chromium (Debian), dnf install chromium (Fedora)".into());
     }
     if problems.is_empty() {
         return Ok(());
     }
-    let install: Vec<String> = INSTALL
-        .iter()
-        .filter(|(tool, _)| problems.iter().any(|p| p.starts_with(&format!("{tool} "))))
-        .map(|(_, line)| format!("  {line}"))
-        .collect();
     bail!(
-        "{}.\nInstall with:\n{}",
+        "{}.\nInstall with (or run `cargo xtask test`, which installs them):\n{}",
         problems.join("; "),
         install.join("\n")
     )

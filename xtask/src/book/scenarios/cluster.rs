@@ -391,11 +391,10 @@ pub(in crate::book) async fn musl_binary() -> Result<Vec<String>> {
     if root.join(&binary).is_file() {
         println!("==> {binary} exists (built by tests/image.rs): not building it again");
     } else {
-        println!("==> CARGO_TARGET_DIR=target/musl cargo {}", build.join(" "));
-        let status = tokio::process::Command::new(env!("CARGO"))
-            .args(build)
-            .env("CARGO_TARGET_DIR", root.join("target/musl"))
-            .current_dir(&root)
+        let cargo = crate::cargo(&build).env("CARGO_TARGET_DIR", "target/musl");
+        println!("==> {cargo}");
+        let status = cargo
+            .tokio()
             .status()
             .await
             .context("running cargo build")?;
