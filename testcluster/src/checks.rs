@@ -150,8 +150,8 @@ impl fmt::Display for Report {
         if !self.passed() && !self.namespaces.is_empty() {
             writeln!(
                 f,
-                "  kept for you to look at: namespace {} (kubectl get foos,deployments,events -n NAME; \
-                 kubectl delete namespace NAME when done)",
+                "  kept for you to look at: {} (kubectl get foos,deployments,events -n NAMESPACE; \
+                 kubectl delete namespace NAMESPACE when done)",
                 self.namespaces.join(", ")
             )?;
         }
@@ -190,14 +190,25 @@ pub async fn check(step: u8, target: &Target) -> Result<Report> {
             Box::pin(run(target, STEP_4_RETRY, step_4_retry)),
         ],
         5 => vec![Box::pin(run(target, STEP_5, step_5))],
-        6 => vec![Box::pin(run(target, STEP_6, step_6))],
+        6 => vec![
+            Box::pin(run(target, STEP_6, step_6)),
+            Box::pin(run(target, &[STEP_6_FOREIGN], |s| {
+                foreign_untouched(s, STEP_6_FOREIGN)
+            })),
+        ],
         7 => vec![
             Box::pin(run(target, STEP_7_EVENTS, step_7_events)),
             Box::pin(run(target, STEP_7_WRITES, step_7_writes)),
+            Box::pin(run(target, &[STEP_7_FOREIGN], |s| {
+                foreign_untouched(s, STEP_7_FOREIGN)
+            })),
         ],
         _ => vec![
             Box::pin(run(target, STEP_8_APPLY, step_8_apply)),
             Box::pin(run(target, STEP_8_RESTARTS, step_8_restarts)),
+            Box::pin(run(target, &[STEP_8_FOREIGN], |s| {
+                foreign_untouched(s, STEP_8_FOREIGN)
+            })),
         ],
     };
     let (lines, namespaces): (Vec<Line>, Vec<String>) = CREATED
@@ -240,9 +251,9 @@ fn scenarios(step: u8) -> Vec<&'static [Behaviour]> {
         3 => vec![STEP_3],
         4 => vec![STEP_4_BURST, STEP_4_EXCLUSIVE, STEP_4_RETRY],
         5 => vec![STEP_5],
-        6 => vec![STEP_6],
-        7 => vec![STEP_7_EVENTS, STEP_7_WRITES],
-        8 => vec![STEP_8_APPLY, STEP_8_RESTARTS],
+        6 => vec![STEP_6, &[STEP_6_FOREIGN]],
+        7 => vec![STEP_7_EVENTS, STEP_7_WRITES, &[STEP_7_FOREIGN]],
+        8 => vec![STEP_8_APPLY, STEP_8_RESTARTS, &[STEP_8_FOREIGN]],
         _ => vec![],
     }
 }
@@ -755,6 +766,119 @@ fn untouchable(d: &Deployment) -> serde_json::Value {
     v
 }
 
+/// A Deployment `taken` that no Foo controls (someone else's), created in
+/// `ns` and settled (kube-controller-manager has observed it) before the
+/// program under check starts.
+async fn settled_foreign_deployment(client: &Client, ns: &str) -> Checked<Deployment> {
+    create_foreign_deployment(client, ns, "taken").await?;
+    until("the foreign Deployment settled", WAIT, || async {
+        let d = get_deployment(client, ns, "taken").await?;
+        let observed = d.status.as_ref().and_then(|s| s.observed_generation);
+        let revised = d
+            .annotations()
+            .contains_key("deployment.kubernetes.io/revision");
+        if observed == d.metadata.generation && revised {
+            Ok(d)
+        } else {
+            Err("not yet observed by kube-controller-manager".into())
+        }
+    })
+    .await
+}
+
+/// Creates Foo `squatter` asking for Deployment `taken` (`foreign`, which it
+/// does not control) and watches both the program and the Deployment: the
+/// program must log the refusal twice (a retry) and never write to `taken`.
+/// A write fails at once, naming what changed.
+async fn refuses_foreign_deployment(
+    p: &mut Program,
+    client: &Client,
+    ns: &str,
+    foreign: &Deployment,
+) -> Checked<()> {
+    create_foo(client, ns, "squatter", "taken", 3).await?;
+    let refusal = r#"Resource "taken" already exists and is not managed by Foo"#;
+    let expected = format!(
+        "Deployment taken never written (Foo squatter does not control it) and the refusal \"{refusal}\" logged twice (retried)"
+    );
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        p.process.drain_for(Duration::from_millis(200)).await;
+        let now = get_deployment(client, ns, "taken")
+            .await
+            .map_err(|e| failure(expected.clone(), format!("Deployment taken: {e}")))?;
+        let changed = changed_paths("", &untouchable(foreign), &untouchable(&now));
+        let ours = writers(&now, None)
+            .into_iter()
+            .filter(|(m, _)| m == "sample-controller")
+            .collect::<Vec<_>>();
+        if !changed.is_empty() || !ours.is_empty() {
+            return Err(failure(
+                expected,
+                format!(
+                    "your sync wrote to a Deployment this Foo does not control: changed {changed:?}, written by {ours:?}"
+                ),
+            ));
+        }
+        let refused = p.output().iter().filter(|l| l.contains(refusal)).count();
+        if refused >= 2 {
+            return Ok(());
+        }
+        if !p.process.is_running() {
+            return Err(p.explain(expected, format!("it exited after {refused} refusal(s)")));
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Err(p.explain(
+                expected,
+                format!("after {WAIT:?}: the refusal logged {refused} time(s)"),
+            ));
+        }
+    }
+}
+
+/// The JSON paths where `a` and `b` differ (`spec.replicas`, …).
+fn changed_paths(at: &str, a: &serde_json::Value, b: &serde_json::Value) -> Vec<String> {
+    match (a, b) {
+        (serde_json::Value::Object(a), serde_json::Value::Object(b)) => {
+            let mut keys: Vec<&String> = a.keys().chain(b.keys()).collect();
+            keys.sort();
+            keys.dedup();
+            keys.into_iter()
+                .flat_map(|k| {
+                    let path = if at.is_empty() {
+                        k.clone()
+                    } else {
+                        format!("{at}.{k}")
+                    };
+                    let null = serde_json::Value::Null;
+                    changed_paths(&path, a.get(k).unwrap_or(&null), b.get(k).unwrap_or(&null))
+                })
+                .collect()
+        }
+        _ if a == b => Vec::new(),
+        _ => vec![at.to_string()],
+    }
+}
+
+/// Steps 6 to 8 must keep step 5's refusal: a scenario of its own, in a
+/// namespace of its own, for each.
+async fn foreign_untouched(mut s: Scenario<'_>, behaviour: Behaviour) -> Vec<Line> {
+    scenario!(s, {
+        let client = s.client().clone();
+        let target = s.target;
+        s.check(behaviour, async {
+            let ns = namespace(&client, "foreign").await?;
+            let foreign = settled_foreign_deployment(&client, &ns).await?;
+            let mut p = Program::start(target, &ns, &[])?;
+            p.expect(&["Starting", "workers"]).await?;
+            refuses_foreign_deployment(&mut p, &client, &ns, &foreign).await?;
+            p.stops_cleanly(Duration::from_secs(10)).await
+        })
+        .await?;
+        Ok(())
+    })
+}
+
 // ---------------------------------------------------------------------------
 // Step 2: informers.
 
@@ -1165,21 +1289,7 @@ async fn step_5(mut s: Scenario<'_>) -> Vec<Line> {
         let (mut p, ns, foreign, created) = s
             .check(STEP_5_CREATES, async {
                 let ns = namespace(&client, "step5").await?;
-                // A Deployment someone else owns, settled before the step starts.
-                create_foreign_deployment(&client, &ns, "taken").await?;
-                let foreign = until("the foreign Deployment settled", WAIT, || async {
-                    let d = get_deployment(&client, &ns, "taken").await?;
-                    let observed = d.status.as_ref().and_then(|s| s.observed_generation);
-                    let revised = d
-                        .annotations()
-                        .contains_key("deployment.kubernetes.io/revision");
-                    if observed == d.metadata.generation && revised {
-                        Ok(d)
-                    } else {
-                        Err("not yet observed by kube-controller-manager".into())
-                    }
-                })
-                .await?;
+                let foreign = settled_foreign_deployment(&client, &ns).await?;
                 let mut p = Program::start(target, &ns, &[])?;
                 p.expect(&["Starting 2 workers"]).await?;
                 let foo = create_foo(&client, &ns, "web", "web-nginx", 2).await?;
@@ -1214,31 +1324,10 @@ async fn step_5(mut s: Scenario<'_>) -> Vec<Line> {
                 Ok((p, ns, foreign, created))
             })
             .await?;
-        s.check(STEP_5_REFUSES, async {
-            create_foo(&client, &ns, "squatter", "taken", 3).await?;
-            let refusal = r#"Resource "taken" already exists and is not managed by Foo"#;
-            p.expect(&["Error syncing", refusal]).await?;
-            p.expect(&["Error syncing", refusal]).await?; // retried
-            let after = get_deployment(&client, &ns, "taken")
-                .await
-                .map_err(|e| failure("the foreign Deployment unchanged", e))?;
-            if untouchable(&after) != untouchable(&foreign) {
-                return Err(failure(
-                    "the foreign Deployment unchanged",
-                    "it was changed",
-                ));
-            }
-            if writers(&after, None)
-                .iter()
-                .any(|(m, _)| m == "sample-controller")
-            {
-                return Err(failure(
-                    "no write by sample-controller",
-                    "sample-controller wrote to it",
-                ));
-            }
-            Ok(())
-        })
+        s.check(
+            STEP_5_REFUSES,
+            refuses_foreign_deployment(&mut p, &client, &ns, &foreign),
+        )
         .await?;
         s.check(STEP_5_SCALES, async {
             merge(
@@ -1293,6 +1382,10 @@ const STEP_6_STOP: Behaviour = Behaviour {
     chapter: "step-6.md#the-rust-code",
 };
 const STEP_6: &[Behaviour] = &[STEP_6_STATUS, STEP_6_SCALED, STEP_6_STOP];
+const STEP_6_FOREIGN: Behaviour = Behaviour {
+    what: "still refuses a Deployment the Foo does not control, and never writes to it",
+    chapter: "step-5.md#the-rust-code",
+};
 
 /// Whether Foo `status` and Deployment `status-nginx` both say `want` available.
 async fn both_available(client: &Client, ns: &str, want: i32) -> std::result::Result<(), String> {
@@ -1378,6 +1471,11 @@ const STEP_7_EVENTS: &[Behaviour] = &[
     STEP_7_GARBAGE_COLLECTED,
     STEP_7_SHUTDOWN,
 ];
+
+const STEP_7_FOREIGN: Behaviour = Behaviour {
+    what: "refuses a Deployment the Foo does not control, and never writes to it",
+    chapter: "step-7.md#the-rust-code",
+};
 
 const STEP_7_REPLACES: Behaviour = Behaviour {
     what: "writes like Go: a replica change replaces the Deployment (Update), dropping others' labels",
@@ -1583,6 +1681,10 @@ const STEP_8_APPLIES: Behaviour = Behaviour {
     what: "writes the Deployment and the status by server-side apply (operation Apply)",
     chapter: "step-8.md#the-status-applied-and-only-when-it-differs",
 };
+const STEP_8_NO_WRITE: Behaviour = Behaviour {
+    what: "a change that needs nothing (a label on the Foo, three times): no write, no Event",
+    chapter: "step-8.md#the-status-applied-and-only-when-it-differs",
+};
 const STEP_8_IDLE: Behaviour = Behaviour {
     what: "while nothing changes: no reconcile, no write, no Event for 35 s",
     chapter: "step-8.md#no-resync",
@@ -1596,6 +1698,7 @@ const STEP_8_APPLY: &[Behaviour] = &[
     STEP_8_TAKES_BACK,
     STEP_8_KEEPS_OTHERS,
     STEP_8_APPLIES,
+    STEP_8_NO_WRITE,
     STEP_8_IDLE,
     STEP_8_STOP,
 ];
@@ -1605,6 +1708,10 @@ const STEP_8_RESTARTED: Behaviour = Behaviour {
     chapter: "step-8.md#graceful-shutdown",
 };
 const STEP_8_RESTARTS: &[Behaviour] = &[STEP_8_RESTARTED];
+const STEP_8_FOREIGN: Behaviour = Behaviour {
+    what: "refuses a Deployment the Foo does not control, and never writes to it",
+    chapter: "step-8.md#the-rust-code",
+};
 
 async fn step_8_apply(mut s: Scenario<'_>) -> Vec<Line> {
     scenario!(s, {
@@ -1693,6 +1800,50 @@ async fn step_8_apply(mut s: Scenario<'_>) -> Vec<Line> {
                     format!("{wrote:?}"),
                 ))
             }
+        })
+        .await?;
+        s.check(STEP_8_NO_WRITE, async {
+            // Let the scale-up settle: the status write of the last replica
+            // and its Synced Event.
+            tokio::time::sleep(Duration::from_secs(3)).await;
+            let deployment_version = || async {
+                get_deployment(&client, &ns, "applied")
+                    .await
+                    .map_err(|e| failure("Deployment applied", e))
+                    .map(|d| d.resource_version())
+            };
+            let before = (
+                synced_count(&client, &ns, "applied").await?,
+                deployment_version().await?,
+            );
+            let mut labelled = None;
+            for i in 1..=3 {
+                let foo = merge(&foos, "applied", json!({"metadata": {"labels": {"touched": i.to_string()}}})).await?;
+                labelled = foo.resource_version();
+            }
+            // Each label is a Foo update the controller reconciles; give it time to.
+            tokio::time::sleep(Duration::from_secs(5)).await;
+            let foo = foos.get("applied").await.map_err(|e| failure("Foo applied", e))?;
+            let after = (
+                synced_count(&client, &ns, "applied").await?,
+                deployment_version().await?,
+            );
+            if before != after {
+                return Err(failure(
+                    "the same Synced Event count and Deployment resourceVersion after three labels on the Foo (nothing to change, so nothing written and no Event)",
+                    format!("(Synced Events, Deployment resourceVersion) {before:?} became {after:?}"),
+                ));
+            }
+            if foo.resource_version() != labelled {
+                return Err(failure(
+                    "the Foo as the third label left it (no status write)",
+                    format!(
+                        "its resourceVersion went from {labelled:?} to {:?}: something wrote to it",
+                        foo.resource_version()
+                    ),
+                ));
+            }
+            Ok(())
         })
         .await?;
         s.check(STEP_8_IDLE, async {
@@ -1837,7 +1988,7 @@ mod tests {
         assert!(
             report
                 .to_string()
-                .contains("kept for you to look at: namespace check-step5-1-0")
+                .contains("kept for you to look at: check-step5-1-0 (")
         );
         assert_eq!(
             report.summary(),

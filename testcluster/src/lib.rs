@@ -196,7 +196,13 @@ impl ControlPlane {
             }
             None => {
                 sweep_stale_data_dirs(&std::env::temp_dir());
-                (create_temp_dir()?, true)
+                let dir = create_temp_dir()?;
+                // Marked now, not when dropped: a control plane kept in a static
+                // (never dropped) is kept too.
+                if keep_requested() {
+                    mark_kept(&dir);
+                }
+                (dir, true)
             }
         };
         let mut cp = ControlPlane {
@@ -681,7 +687,6 @@ pub async fn shared() -> Result<&'static ControlPlane> {
                 .await
                 .map_err(|err| format!("{err:#}"))?;
             let fate = if keep_requested() {
-                mark_kept(&cp.data_dir);
                 "kept: TESTCLUSTER_KEEP is set"
             } else {
                 "removed by the next run"
