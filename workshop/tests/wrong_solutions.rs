@@ -1,0 +1,250 @@
+//! The checks have teeth: every wrong solution in `workshop/wrong/` (a
+//! reference step with one behaviour broken, kept as a patch, each a mistake
+//! a learner plausibly makes) fails its step's check, on the behaviour its
+//! `Expect:` line names.
+//!
+//! The patches are applied, one at a time, to a copy of the repository in
+//! `target/wrong-solutions/src` whose step binaries are renamed
+//! `wrong-step-N`, and built into this repository's target directory: the
+//! dependencies are shared with every other build, only the patched crate
+//! and the binary compile, and no reference binary is overwritten. Each
+//! binary then runs its step's check (`testcluster::checks`, what `cargo
+//! xtask check --program PATH step-N` runs) against one control plane, all
+//! at once.
+//!
+//! A patch that no longer applies fails the test: a step changed, so its
+//! wrong solutions must be made again from it (edit the copy, `git diff`).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use testcluster::checks;
+
+/// One wrong solution.
+struct Wrong {
+    /// The patch's file name without `.patch`: `step-8-status-every-sync`.
+    name: String,
+    /// The step it breaks.
+    step: u8,
+    /// The report line its check must print: `step-8 FAIL a change that …`.
+    expect: String,
+    patch: PathBuf,
+}
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("workshop/ is in the repository")
+        .to_path_buf()
+}
+
+/// The target directory this test was built in (`…/target/debug/deps/wrong_solutions-…`).
+fn target_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("this test binary");
+    exe.ancestors()
+        .nth(3)
+        .expect("target/<profile>/deps/<test>")
+        .to_path_buf()
+}
+
+fn wrong_solutions() -> Vec<Wrong> {
+    let dir = workspace().join("workshop/wrong");
+    let mut all: Vec<Wrong> = std::fs::read_dir(&dir)
+        .expect("workshop/wrong")
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "patch"))
+        .map(|patch| {
+            let name = patch
+                .file_stem()
+                .and_then(|s| s.to_str())
+                .expect("a file name")
+                .to_string();
+            let step = name
+                .strip_prefix("step-")
+                .and_then(|rest| rest.split('-').next())
+                .and_then(|n| n.parse().ok())
+                .unwrap_or_else(|| panic!("{name}: named step-N-…"));
+            let text = std::fs::read_to_string(&patch).expect("read the patch");
+            let expect = text
+                .lines()
+                .find_map(|l| l.strip_prefix("Expect: "))
+                .unwrap_or_else(|| panic!("{name}: no `Expect: step-N FAIL …` line"))
+                .to_string();
+            assert!(
+                expect.starts_with(&format!("step-{step} FAIL ")),
+                "{name}: {expect}"
+            );
+            Wrong {
+                name,
+                step,
+                expect,
+                patch,
+            }
+        })
+        .collect();
+    all.sort_by(|a, b| a.name.cmp(&b.name));
+    all
+}
+
+fn run(command: &mut Command) {
+    let output = command.output().expect("run");
+    assert!(
+        output.status.success(),
+        "{command:?}:\n{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// A copy of the repository's files (tracked, or new and not ignored) with
+/// every `step-N` binary renamed `wrong-step-N`.
+fn copy_of_the_repository() -> PathBuf {
+    let root = workspace();
+    let copy = target_dir().join("wrong-solutions/src");
+    let _ = std::fs::remove_dir_all(&copy);
+    let files = Command::new("git")
+        .args([
+            "ls-files",
+            "-z",
+            "--cached",
+            "--others",
+            "--exclude-standard",
+        ])
+        .current_dir(&root)
+        .output()
+        .expect("git ls-files");
+    assert!(files.status.success());
+    for file in files.stdout.split(|b| *b == 0).filter(|f| !f.is_empty()) {
+        let file = Path::new(std::str::from_utf8(file).expect("a UTF-8 path"));
+        let from = root.join(file);
+        if !from.is_file() {
+            continue; // deleted in the working tree
+        }
+        let to = copy.join(file);
+        std::fs::create_dir_all(to.parent().expect("a parent")).expect("mkdir");
+        if file.file_name().is_some_and(|n| n == "Cargo.toml") {
+            let text = std::fs::read_to_string(&from).expect("read Cargo.toml");
+            let renamed = text
+                .replace("name = \"step-", "name = \"wrong-step-")
+                .replace("default-run = \"step-", "default-run = \"wrong-step-");
+            std::fs::write(&to, renamed).expect("write Cargo.toml");
+        } else {
+            std::fs::copy(&from, &to).expect("copy");
+        }
+    }
+    copy
+}
+
+/// `git apply` in the copy, as a plain `patch`: the copy is inside this
+/// repository's target/, and git run there would find the repository and
+/// (silently) apply nothing outside the current directory.
+fn git_apply(copy: &Path) -> Command {
+    let mut git = Command::new("git");
+    git.arg("apply")
+        .current_dir(copy)
+        .env("GIT_CEILING_DIRECTORIES", copy.parent().expect("a parent"));
+    git
+}
+
+/// The files a patch changes (its `+++ b/PATH` lines).
+fn patched_files(patch: &Path) -> Vec<String> {
+    std::fs::read_to_string(patch)
+        .expect("read the patch")
+        .lines()
+        .filter_map(|l| l.strip_prefix("+++ b/"))
+        .map(str::to_string)
+        .collect()
+}
+
+/// Applies `wrong` to the copy, builds its step, keeps the binary, and
+/// takes the patch back out.
+fn build(copy: &Path, wrong: &Wrong) -> PathBuf {
+    let patch = wrong.patch.to_str().expect("a UTF-8 path");
+    let applied = git_apply(copy)
+        .arg(patch)
+        .output()
+        .expect("git apply");
+    assert!(
+        applied.status.success(),
+        "{} no longer applies to the step: make it again from the reference (edit a copy, `git diff`):\n{}",
+        wrong.name,
+        String::from_utf8_lossy(&applied.stderr)
+    );
+    let files = patched_files(&wrong.patch);
+    assert!(!files.is_empty(), "{}: a patch of no file", wrong.name);
+    for file in &files {
+        let original = std::fs::read(workspace().join(file)).expect("the original");
+        let patched = std::fs::read(copy.join(file)).expect("the patched copy");
+        assert_ne!(original, patched, "{}: {file} was not patched", wrong.name);
+    }
+    let bin = format!("wrong-step-{}", wrong.step);
+    let target = target_dir();
+    let built = testcluster::cargo::command(copy, &["build", "--quiet", "--bin", &bin])
+        .env("CARGO_TARGET_DIR", &target)
+        .std()
+        .output()
+        .expect("cargo build");
+    run(git_apply(copy).args(["-R", patch]));
+    assert!(
+        built.status.success(),
+        "{} does not compile:\n{}",
+        wrong.name,
+        String::from_utf8_lossy(&built.stderr)
+    );
+    let kept = target.join("wrong-solutions/bin").join(&wrong.name);
+    std::fs::create_dir_all(kept.parent().expect("a parent")).expect("mkdir");
+    std::fs::copy(target.join("debug").join(&bin), &kept).expect("keep the binary");
+    kept
+}
+
+#[tokio::test]
+async fn every_wrong_solution_fails_its_steps_check_on_the_behaviour_it_breaks() {
+    let wrongs = wrong_solutions();
+    assert!(wrongs.len() >= 8, "the wrong solutions: {}", wrongs.len());
+    let copy = copy_of_the_repository();
+    let programs: Vec<PathBuf> = wrongs.iter().map(|w| build(&copy, w)).collect();
+
+    let cp = testcluster::shared().await.expect("control plane");
+    let client = cp.client().await.expect("client");
+    testcluster::install_crd(&client, workspace().join("manifests/crd.yaml"))
+        .await
+        .expect("install the CRD");
+    let reports = futures::future::join_all(wrongs.iter().zip(&programs).map(|(w, program)| {
+        let target = checks::Target {
+            program: program.clone(),
+            kubeconfig: cp.kubeconfig_path().to_path_buf(),
+            client: client.clone(),
+            echo: false,
+        };
+        async move {
+            checks::check(w.step, &target)
+                .await
+                .expect("the check runs")
+        }
+    }))
+    .await;
+
+    let mut missed = Vec::new();
+    for (wrong, report) in wrongs.iter().zip(&reports) {
+        let caught = report.summary().contains(&wrong.expect);
+        println!(
+            "{:<40} {}",
+            wrong.name,
+            if caught {
+                format!("caught: {}", wrong.expect)
+            } else {
+                "NOT CAUGHT".to_string()
+            }
+        );
+        if !caught {
+            missed.push(format!("{}:\n{report}", wrong.name));
+        }
+    }
+    assert!(
+        missed.is_empty(),
+        "wrong solutions the checks did not catch as their Expect: line says:\n{}",
+        missed.join("\n\n")
+    );
+    let _ = std::fs::remove_dir_all(&copy);
+}
