@@ -10,71 +10,61 @@ use crate::diagnose::{Permission, permission};
 
 // ANCHOR: tables
 /// Step 1 lists; steps 2–4 list and watch (the informers).
-pub const STEP_2_TO_4: &[Permission] = &[
-    permission("list", "samplecontroller.k8s.io", "foos"),
-    permission("watch", "samplecontroller.k8s.io", "foos"),
-    permission("list", "apps", "deployments"),
-    permission("watch", "apps", "deployments"),
-];
+pub const STEP_2_TO_4: &[Permission] =
+    &[LIST_FOOS, WATCH_FOOS, LIST_DEPLOYMENTS, WATCH_DEPLOYMENTS];
 
 /// Step 1: list Foos and Deployments.
-pub const STEP_1: &[Permission] = &[
-    permission("list", "samplecontroller.k8s.io", "foos"),
-    permission("list", "apps", "deployments"),
-];
+pub const STEP_1: &[Permission] = &[LIST_FOOS, LIST_DEPLOYMENTS];
 
 /// Step 5: read, then create a Deployment and replace it (Go's `Create` and `Update`).
 pub const STEP_5: &[Permission] = &[
-    STEP_2_TO_4[0],
-    STEP_2_TO_4[1],
-    STEP_2_TO_4[2],
-    STEP_2_TO_4[3],
-    permission("create", "apps", "deployments"),
-    permission("update", "apps", "deployments"),
+    LIST_FOOS,
+    WATCH_FOOS,
+    LIST_DEPLOYMENTS,
+    WATCH_DEPLOYMENTS,
+    CREATE_DEPLOYMENTS,
+    UPDATE_DEPLOYMENTS,
 ];
 
 /// Step 6: step 5, and a PUT to the Foo's status (Go's `UpdateStatus`).
 pub const STEP_6: &[Permission] = &[
-    STEP_5[0],
-    STEP_5[1],
-    STEP_5[2],
-    STEP_5[3],
-    STEP_5[4],
-    STEP_5[5],
-    FOO_STATUS_UPDATE,
+    LIST_FOOS,
+    WATCH_FOOS,
+    LIST_DEPLOYMENTS,
+    WATCH_DEPLOYMENTS,
+    CREATE_DEPLOYMENTS,
+    UPDATE_DEPLOYMENTS,
+    UPDATE_FOO_STATUS,
 ];
 
 /// Step 7, Go's whole program: step 6, and Events (kube's `Recorder` creates
 /// an Event and patches a repeat into its series). ClusterRole
 /// `sample-controller-step-7` in `manifests/rbac.yaml`.
 pub const STEP_7: &[Permission] = &[
-    STEP_6[0],
-    STEP_6[1],
-    STEP_6[2],
-    STEP_6[3],
-    STEP_6[4],
-    STEP_6[5],
-    STEP_6[6],
-    permission("create", "events.k8s.io", "events"),
-    permission("patch", "events.k8s.io", "events"),
+    LIST_FOOS,
+    WATCH_FOOS,
+    LIST_DEPLOYMENTS,
+    WATCH_DEPLOYMENTS,
+    CREATE_DEPLOYMENTS,
+    UPDATE_DEPLOYMENTS,
+    UPDATE_FOO_STATUS,
+    CREATE_EVENTS,
+    PATCH_EVENTS,
 ];
 
 /// Step 8, cluster-wide: server-side apply (`patch`) instead of `update` for
 /// the Deployment and the Foo's status. ClusterRole `sample-controller` in
 /// `manifests/rbac.yaml`.
 pub const STEP_8: &[Permission] = &[
-    STEP_2_TO_4[0],
-    STEP_2_TO_4[1],
-    STEP_2_TO_4[2],
-    STEP_2_TO_4[3],
-    permission("create", "apps", "deployments"),
-    permission("patch", "apps", "deployments"),
-    Permission {
-        subresource: Some("status"),
-        ..permission("patch", "samplecontroller.k8s.io", "foos")
-    },
-    STEP_7[7],
-    STEP_7[8],
+    LIST_FOOS,
+    WATCH_FOOS,
+    LIST_DEPLOYMENTS,
+    WATCH_DEPLOYMENTS,
+    CREATE_DEPLOYMENTS,
+    PATCH_DEPLOYMENTS,
+    PATCH_FOO_STATUS,
+    CREATE_EVENTS,
+    PATCH_EVENTS,
 ];
 
 /// Step 8 with `--leader-elect`, in the Lease's namespace only: read the
@@ -85,12 +75,26 @@ pub const LEADER_ELECTION: &[Permission] = &[
     permission("create", "coordination.k8s.io", "leases"),
     permission("patch", "coordination.k8s.io", "leases"),
 ];
+// ANCHOR_END: tables
 
-const FOO_STATUS_UPDATE: Permission = Permission {
+// The permissions the tables are made of, by name.
+const LIST_FOOS: Permission = permission("list", "samplecontroller.k8s.io", "foos");
+const WATCH_FOOS: Permission = permission("watch", "samplecontroller.k8s.io", "foos");
+const LIST_DEPLOYMENTS: Permission = permission("list", "apps", "deployments");
+const WATCH_DEPLOYMENTS: Permission = permission("watch", "apps", "deployments");
+const CREATE_DEPLOYMENTS: Permission = permission("create", "apps", "deployments");
+const UPDATE_DEPLOYMENTS: Permission = permission("update", "apps", "deployments");
+const PATCH_DEPLOYMENTS: Permission = permission("patch", "apps", "deployments");
+const UPDATE_FOO_STATUS: Permission = Permission {
     subresource: Some("status"),
     ..permission("update", "samplecontroller.k8s.io", "foos")
 };
-// ANCHOR_END: tables
+const PATCH_FOO_STATUS: Permission = Permission {
+    subresource: Some("status"),
+    ..permission("patch", "samplecontroller.k8s.io", "foos")
+};
+const CREATE_EVENTS: Permission = permission("create", "events.k8s.io", "events");
+const PATCH_EVENTS: Permission = permission("patch", "events.k8s.io", "events");
 
 #[cfg(test)]
 mod tests {

@@ -44,11 +44,14 @@ async fn step_1_lists_a_foo_and_a_deployment_created_by_the_test() {
 
 /// Runs step `step`'s behaviour checks (`testcluster::checks`: what `cargo
 /// xtask check step-N` runs on a learner's starter) on the step's own binary
-/// `program`; every behaviour must pass.
-async fn passes_its_check(step: u8, program: &str) {
+/// (the step registry's); every behaviour must pass.
+async fn passes_its_check(step: u8) {
     let (cp, client) = cluster().await;
+    let binary = testcluster::steps::step(step)
+        .expect("a step of the registry")
+        .binary;
     let target = checks::Target {
-        program: program.into(),
+        program: step_binary(binary).into(),
         kubeconfig: cp.kubeconfig_path().to_path_buf(),
         client,
         echo: true,
@@ -71,37 +74,37 @@ async fn passes_its_check(step: u8, program: &str) {
 
 #[tokio::test]
 async fn step_2_fills_both_caches_keeps_them_current_and_stops_on_sigterm() {
-    passes_its_check(2, env!("CARGO_BIN_EXE_step-2")).await;
+    passes_its_check(2).await;
 }
 
 #[tokio::test]
 async fn step_3_prints_adds_updates_and_deletes_and_the_key_each_handler_enqueues() {
-    passes_its_check(3, env!("CARGO_BIN_EXE_step-3")).await;
+    passes_its_check(3).await;
 }
 
 #[tokio::test]
 async fn step_4_collapses_bursts_never_runs_a_key_twice_at_once_and_backs_off_retries() {
-    passes_its_check(4, env!("CARGO_BIN_EXE_step-4")).await;
+    passes_its_check(4).await;
 }
 
 #[tokio::test]
 async fn step_5_creates_scales_and_recreates_the_deployment_and_refuses_a_foreign_one() {
-    passes_its_check(5, env!("CARGO_BIN_EXE_step-5")).await;
+    passes_its_check(5).await;
 }
 
 #[tokio::test]
 async fn step_6_makes_the_foo_status_follow_the_deployment() {
-    passes_its_check(6, env!("CARGO_BIN_EXE_step-6")).await;
+    passes_its_check(6).await;
 }
 
 #[tokio::test]
 async fn step_7_records_events_writes_like_go_resyncs_and_exits_cleanly() {
-    passes_its_check(7, env!("CARGO_BIN_EXE_step-7")).await;
+    passes_its_check(7).await;
 }
 
 #[tokio::test]
 async fn step_8_applies_only_what_drifted_is_silent_while_idle_and_restarts_cleanly() {
-    passes_its_check(8, support::step_8_binary()).await;
+    passes_its_check(8).await;
 }
 
 #[tokio::test]
@@ -128,5 +131,18 @@ async fn step_6_without_rbac_names_every_missing_permission_and_exits() {
         "update foos/status",
     ] {
         assert!(output.contains(missing), "{missing} not named:\n{output}");
+    }
+}
+
+#[test]
+fn every_step_with_a_check_in_the_registry_has_its_test_here() {
+    let source = include_str!("steps.rs");
+    for step in testcluster::steps::checked() {
+        let call = format!("passes_its_check({})", step.number);
+        assert!(
+            source.contains(&call),
+            "step {} has a check but tests/steps.rs never runs it on the step: add a test calling {call}",
+            step.number
+        );
     }
 }

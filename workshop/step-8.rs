@@ -20,6 +20,7 @@
 #![allow(unused_variables, unused_imports, dead_code)]
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use clap::Parser;
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
@@ -77,9 +78,15 @@ async fn main() -> Result<(), Fatal> {
 
 /// Makes the Foo's Deployment and status what the Foo asks for, then waits
 /// for the next change (no periodic requeue: every input is watched).
-/// Success forgets the key's failures (Go: `Forget`).
+/// Success forgets the key's failures (Go: `Forget`); each reconcile is
+/// counted, with its error kind, for `/metrics`.
 async fn reconcile(foo: Arc<Foo>, ctx: Arc<Context>) -> Result<Action, Error> {
-    sync(&foo, &ctx).await?;
+    let started = Instant::now();
+    let result = sync(&foo, &ctx).await;
+    ctx.probes
+        .metrics
+        .reconciled(started.elapsed(), result.as_ref().err().map(Error::kind));
+    result?;
     ctx.backoff.forget(&ObjectRef::from(foo.as_ref()));
     Ok(Action::await_change())
 }
@@ -89,9 +96,16 @@ async fn reconcile(foo: Arc<Foo>, ctx: Arc<Context>) -> Result<Action, Error> {
 /// - an empty `foo.spec.deployment_name`: log it, return `Ok(())`;
 /// - wait for the Deployment cache (`ctx.deployments_synced.wait().await?`:
 ///   kube's Controller waits only for the Foo cache);
-/// - the Deployment not in `ctx.deployments`: create `new_deployment(foo)`
-///   (a create, not an apply: an apply would merge into a Deployment of that
-///   name someone else made, which the cache has not seen yet);
+/// - the Deployment not in `ctx.deployments`: first apply the status a Foo
+///   without a Deployment has (`available_replicas: 0`, with the Foo's UID in
+///   the patch's metadata); a 404 means the Foo is gone: log it and return
+///   `Ok(())` without creating anything. Why first: the Foo cache can lag
+///   behind the Deployment cache, and a Deployment created for a Foo the API
+///   server already deleted is garbage-collected, which triggers the Foo
+///   again, and again (book/src/step-8.md#go--rust, the create's row). Then
+///   create `new_deployment(foo)` (a create, not an apply: an apply would
+///   merge into a Deployment of that name someone else made, which the cache
+///   has not seen yet);
 /// - not controlled by the Foo: `ensure_controlled(&ctx.recorder, &d, foo).await?`
 ///   (records the Warning Event and returns the error);
 /// - `drifted(current, desired)`: server-side apply the desired Deployment,

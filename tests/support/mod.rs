@@ -549,6 +549,18 @@ pub async fn apply(client: &Client, doc: &serde_json::Value, for_real: bool) -> 
     testcluster::apply_object(client, doc, "manifest-test", !for_real).await
 }
 
+/// The binary `name` of a step: this package's (`step-1` … `step-7`, next
+/// to `CARGO_BIN_EXE_step-7`), or step 8's ([`step_8_binary`]).
+pub fn step_binary(name: &str) -> String {
+    if name == "step-8" {
+        return step_8_binary().to_string();
+    }
+    let dir = std::path::Path::new(env!("CARGO_BIN_EXE_step-7"))
+        .parent()
+        .expect("a binary has a directory");
+    dir.join(name).to_string_lossy().into_owned()
+}
+
 /// The step-8 binary. It belongs to the step8 package (step8/), so cargo
 /// gives these tests no `CARGO_BIN_EXE_step-8`: it is the `step-8` next to
 /// the other steps' binaries. `cargo test --workspace` builds it there (the

@@ -161,10 +161,7 @@ fn patched_files(patch: &Path) -> Vec<String> {
 /// takes the patch back out.
 fn build(copy: &Path, wrong: &Wrong) -> PathBuf {
     let patch = wrong.patch.to_str().expect("a UTF-8 path");
-    let applied = git_apply(copy)
-        .arg(patch)
-        .output()
-        .expect("git apply");
+    let applied = git_apply(copy).arg(patch).output().expect("git apply");
     assert!(
         applied.status.success(),
         "{} no longer applies to the step: make it again from the reference (edit a copy, `git diff`):\n{}",
@@ -198,7 +195,7 @@ fn build(copy: &Path, wrong: &Wrong) -> PathBuf {
     kept
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn every_wrong_solution_fails_its_steps_check_on_the_behaviour_it_breaks() {
     let wrongs = wrong_solutions();
     assert!(wrongs.len() >= 8, "the wrong solutions: {}", wrongs.len());

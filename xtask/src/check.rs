@@ -12,6 +12,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 use testcluster::checks::{self, Target};
+use testcluster::steps::{self, Step};
 use testcluster::{ControlPlane, Options};
 
 use crate::repo_root;
@@ -44,6 +45,7 @@ pub async fn check(args: CheckArgs) -> Result<ExitCode> {
         Some(path) => path.clone(),
         None => build(step, args.reference)?,
     };
+    let step = step.number;
 
     // Keeps a control plane started for this check alive until the end.
     let mut own: Option<ControlPlane> = None;
@@ -93,12 +95,14 @@ pub async fn check(args: CheckArgs) -> Result<ExitCode> {
     }
 }
 
-/// `step-5`, `5` → 5.
-fn parse_step(text: &str) -> Result<u8> {
-    let number = text.strip_prefix("step-").unwrap_or(text);
-    match number.parse::<u8>() {
-        Ok(n) if checks::STEPS.contains(&n) => Ok(n),
-        _ => bail!("no check for {text:?}: name a step from step-2 to step-8"),
+/// `step-5`, `5` → step 5, if the step registry gives it a check.
+fn parse_step(text: &str) -> Result<&'static Step> {
+    match steps::parse(text) {
+        Some(step) if !step.check.is_empty() => Ok(step),
+        _ => {
+            let checked: Vec<String> = steps::checked().map(|s| s.binary.to_string()).collect();
+            bail!("no check for {text:?}: name one of {}", checked.join(", "))
+        }
     }
 }
 
@@ -108,16 +112,21 @@ fn parse_step(text: &str) -> Result<u8> {
 /// `cargo xtask`'s variables): the same features, the same artifacts, so a
 /// check after a `cargo build` compiles only what changed, and the other way
 /// round.
-fn build(step: u8, reference: bool) -> Result<PathBuf> {
-    let bin = if reference {
-        format!("step-{step}")
-    } else {
-        format!("workshop-step-{step}")
+fn build(step: &Step, reference: bool) -> Result<PathBuf> {
+    let cargo = match (reference, step.starter) {
+        (true, _) => crate::cargo(&["build", "--bin", step.binary]),
+        (false, Some(starter)) => {
+            crate::cargo(&["build", "-p", "workshop", "--bin", starter.binary])
+        }
+        (false, None) => bail!(
+            "step {} has no workshop starter: check the step itself with --reference",
+            step.number
+        ),
     };
-    let cargo = if reference {
-        crate::cargo(&["build", "--bin", &bin])
+    let bin = if reference {
+        step.binary
     } else {
-        crate::cargo(&["build", "-p", "workshop", "--bin", &bin])
+        step.starter.map(|s| s.binary).unwrap_or(step.binary)
     };
     println!("==> {cargo}");
     let status = cargo.std().status().context("running cargo build")?;
@@ -158,11 +167,14 @@ mod tests {
 
     #[test]
     fn a_step_is_named_with_or_without_its_prefix_and_only_2_to_8_have_checks() {
-        assert_eq!(parse_step("step-5").unwrap(), 5);
-        assert_eq!(parse_step("8").unwrap(), 8);
+        assert_eq!(parse_step("step-5").unwrap().number, 5);
+        assert_eq!(parse_step("8").unwrap().number, 8);
         for bad in ["step-1", "step-9", "five", ""] {
             let err = parse_step(bad).unwrap_err().to_string();
-            assert!(err.contains("step-2 to step-8"), "{bad}: {err}");
+            assert!(
+                err.contains("step-2, step-3, step-4, step-5, step-6, step-7, step-8"),
+                "{bad}: {err}"
+            );
         }
     }
 }

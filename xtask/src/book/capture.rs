@@ -30,22 +30,12 @@ use super::{book_dir, rel};
 /// How long a scenario waits for a line it expects.
 const WAIT: Duration = Duration::from_secs(90);
 
-/// Every file `outputs` writes, in the order it writes them.
-const OUTPUT_FILES: &[&str] = &[
+/// The captures of pages other than the steps' chapters.
+const OTHER_OUTPUT_FILES: &[&str] = &[
     "example-step4-backoff.txt",
     "crd-missing.txt",
     "protected-group.txt",
     "watch-list.txt",
-    "step-1.txt",
-    "step-2.txt",
-    "step-3.txt",
-    "step-4.txt",
-    "step-5.txt",
-    "step-6.txt",
-    "step-7.txt",
-    "step-7-events.txt",
-    "step-8.txt",
-    "step-8-events.txt",
     "rbac-forbidden.txt",
     "rbac-warnings.txt",
     "metrics.txt",
@@ -54,14 +44,23 @@ const OUTPUT_FILES: &[&str] = &[
     "musl-binary.txt",
 ];
 
+/// Every capture: each step's (the step registry says which) and the others.
+fn output_files() -> Vec<&'static str> {
+    testcluster::steps::STEPS
+        .iter()
+        .flat_map(|s| s.captures.iter().copied())
+        .chain(OTHER_OUTPUT_FILES.iter().copied())
+        .collect()
+}
+
 /// Runs every scenario (or those writing `only`) against one fresh control
 /// plane and writes the transcripts.
 pub(super) async fn outputs(only: &[String]) -> Result<()> {
     for name in only {
         ensure!(
-            OUTPUT_FILES.contains(&name.as_str()),
+            output_files().contains(&name.as_str()),
             "{name} is not an output file; the files are: {}",
-            OUTPUT_FILES.join(", ")
+            output_files().join(", ")
         );
     }
     let wanted = |name: &str| only.is_empty() || only.iter().any(|o| o == name);
@@ -77,7 +76,7 @@ pub(super) async fn outputs(only: &[String]) -> Result<()> {
         let lines = timed("musl-binary.txt", musl_binary()).await?;
         write_file(&out, "musl-binary.txt", &lines)?;
     }
-    if OUTPUT_FILES
+    if output_files()
         .iter()
         .all(|f| *f == "musl-binary.txt" || !wanted(f))
     {
@@ -726,5 +725,21 @@ impl Replicas {
             .await
             .with_context(|| format!("replica {name} did not exit"))??;
         Ok(status.code().unwrap_or(-1))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_capture_the_registry_names_has_its_scenario_here() {
+        let source = include_str!("capture.rs");
+        for name in output_files() {
+            assert!(
+                source.contains(&format!("wanted(\"{name}\")")),
+                "{name} is a capture (the step registry or OTHER_OUTPUT_FILES) but `outputs` never writes it"
+            );
+        }
     }
 }

@@ -1,0 +1,346 @@
+//! The cluster as the checks see it: the objects they create and read, and
+//! the scenario steps 5 to 8 share (a Deployment their Foo does not control).
+
+use super::*;
+
+pub(super) fn foos(client: &Client, ns: &str) -> Api<Foo> {
+    Api::namespaced(client.clone(), ns)
+}
+
+pub(super) fn deployments(client: &Client, ns: &str) -> Api<Deployment> {
+    Api::namespaced(client.clone(), ns)
+}
+
+pub(super) async fn create_foo(
+    client: &Client,
+    ns: &str,
+    name: &str,
+    deployment: &str,
+    replicas: i32,
+) -> Checked<Foo> {
+    harness::create_foo::<Foo>(client, ns, name, deployment, Some(replicas))
+        .await
+        .map_err(|e| failure(format!("Foo {ns}/{name} created"), format!("{e:#}")))
+}
+
+pub(super) async fn create_foreign_deployment(
+    client: &Client,
+    ns: &str,
+    name: &str,
+) -> Checked<Deployment> {
+    harness::create_foreign_deployment(
+        client,
+        ns,
+        name,
+        "example.invalid/web:1",
+        &[("owner", "someone-else")],
+    )
+    .await
+    .map_err(|e| failure(format!("Deployment {ns}/{name} created"), format!("{e:#}")))
+}
+
+/// A Deployment controlled by `owner`, as someone other than the controller
+/// might create it.
+pub(super) async fn create_owned_deployment(
+    client: &Client,
+    ns: &str,
+    name: &str,
+    owner: &Foo,
+) -> Checked<Deployment> {
+    let d: Deployment = serde_json::from_value(json!({
+        "metadata": {
+            "name": name,
+            "ownerReferences": [{
+                "apiVersion": "samplecontroller.k8s.io/v1alpha1",
+                "kind": "Foo",
+                "name": owner.name_any(),
+                "uid": owner.uid().unwrap_or_default(),
+                "controller": true,
+                "blockOwnerDeletion": true,
+            }],
+        },
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {"app": "nginx", "controller": owner.name_any()}},
+            "template": {
+                "metadata": {"labels": {"app": "nginx", "controller": owner.name_any()}},
+                "spec": {"containers": [{"name": "nginx", "image": "nginx:latest"}]}
+            }
+        }
+    }))
+    .map_err(|e| failure("an owned Deployment", e))?;
+    deployments(client, ns)
+        .create(&PostParams::default(), &d)
+        .await
+        .map_err(|e| failure(format!("Deployment {ns}/{name} created"), e))
+}
+
+pub(super) async fn merge<K>(api: &Api<K>, name: &str, patch: serde_json::Value) -> Checked<K>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + fmt::Debug,
+{
+    api.patch(name, &PatchParams::default(), &Patch::Merge(patch.clone()))
+        .await
+        .map_err(|e| failure(format!("{name} patched with {patch}"), e))
+}
+
+pub(super) async fn delete<K>(api: &Api<K>, name: &str) -> Checked<()>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + fmt::Debug,
+{
+    harness::delete(api, name)
+        .await
+        .map(|_| ())
+        .map_err(|e| failure(format!("{name} deleted"), format!("{e:#}")))
+}
+
+/// The Deployment `name`, or why not.
+pub(super) async fn get_deployment(
+    client: &Client,
+    ns: &str,
+    name: &str,
+) -> std::result::Result<Deployment, String> {
+    match deployments(client, ns).get_opt(name).await {
+        Ok(Some(d)) => Ok(d),
+        Ok(None) => Err(format!("there is no Deployment {ns}/{name}")),
+        Err(e) => Err(format!("reading Deployment {ns}/{name}: {e}")),
+    }
+}
+
+/// The owner reference marked `controller: true`.
+pub(super) fn controller_of(
+    d: &Deployment,
+) -> Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference> {
+    d.owner_references()
+        .iter()
+        .find(|r| r.controller == Some(true))
+}
+
+pub(super) fn replicas(d: &Deployment) -> Option<i32> {
+    d.spec.as_ref().and_then(|s| s.replicas)
+}
+
+pub(super) fn available(d: &Deployment) -> i32 {
+    d.status
+        .as_ref()
+        .and_then(|s| s.available_replicas)
+        .unwrap_or(0)
+}
+
+/// Whether Foo `name` controls Deployment `deployment` with `want` replicas
+/// and reports them all available; `Err` says what is not there yet.
+pub(super) async fn converged(
+    client: &Client,
+    ns: &str,
+    name: &str,
+    deployment: &str,
+    want: i32,
+) -> std::result::Result<(), String> {
+    let foo = foos(client, ns)
+        .get_opt(name)
+        .await
+        .map_err(|e| e.to_string())?
+        .ok_or(format!("there is no Foo {ns}/{name}"))?;
+    let d = get_deployment(client, ns, deployment).await?;
+    let owner = controller_of(&d).map(|r| r.uid.clone());
+    if owner != foo.uid() {
+        return Err(format!(
+            "Deployment {deployment} is not controlled by Foo {name}"
+        ));
+    }
+    let status = foo.status.as_ref().map(|s| s.available_replicas);
+    if replicas(&d) != Some(want) || status != Some(want) {
+        return Err(format!(
+            "Deployment replicas {:?}, available {}; Foo status.availableReplicas {status:?}",
+            replicas(&d),
+            available(&d)
+        ));
+    }
+    Ok(())
+}
+
+/// The Events about Foo `name`, as `(type, reason, note, count)`.
+pub(super) async fn events_for(
+    client: &Client,
+    ns: &str,
+    name: &str,
+) -> std::result::Result<Vec<(String, String, String, i32)>, String> {
+    let list = Api::<Event>::namespaced(client.clone(), ns)
+        .list(&Default::default())
+        .await
+        .map_err(|e| format!("listing Events: {e}"))?;
+    Ok(list
+        .items
+        .into_iter()
+        .filter(|e| {
+            e.regarding.as_ref().is_some_and(|r| {
+                r.kind.as_deref() == Some("Foo") && r.name.as_deref() == Some(name)
+            })
+        })
+        .map(|e| {
+            (
+                e.type_.unwrap_or_default(),
+                e.reason.unwrap_or_default(),
+                e.note.unwrap_or_default(),
+                e.series.map_or(1, |s| s.count),
+            )
+        })
+        .collect())
+}
+
+/// How many times the Synced Event about Foo `name` was recorded.
+pub(super) async fn synced_count(client: &Client, ns: &str, name: &str) -> Checked<i32> {
+    let events = events_for(client, ns, name)
+        .await
+        .map_err(|e| failure("the Events can be listed", e))?;
+    Ok(events
+        .iter()
+        .filter(|(_, reason, _, _)| reason == "Synced")
+        .map(|(_, _, _, count)| count)
+        .sum())
+}
+
+/// `(manager, operation)` of each managedFields entry for `subresource`.
+pub(super) fn writers<K: kube::Resource>(
+    obj: &K,
+    subresource: Option<&str>,
+) -> Vec<(String, String)> {
+    obj.meta()
+        .managed_fields
+        .iter()
+        .flatten()
+        .filter(|m| m.subresource.as_deref() == subresource)
+        .map(|m| {
+            (
+                m.manager.clone().unwrap_or_default(),
+                m.operation.clone().unwrap_or_default(),
+            )
+        })
+        .collect()
+}
+
+/// What of a foreign Deployment nobody but its owner may change.
+pub(super) fn untouchable(d: &Deployment) -> serde_json::Value {
+    let mut v = serde_json::to_value(d).unwrap_or_default();
+    if let Some(obj) = v.as_object_mut() {
+        obj.remove("status");
+    }
+    if let Some(meta) = v.get_mut("metadata").and_then(|m| m.as_object_mut()) {
+        meta.remove("resourceVersion");
+        meta.remove("managedFields");
+    }
+    v
+}
+
+/// A Deployment `taken` that no Foo controls (someone else's), created in
+/// `ns` and settled (kube-controller-manager has observed it) before the
+/// program under check starts.
+pub(super) async fn settled_foreign_deployment(client: &Client, ns: &str) -> Checked<Deployment> {
+    create_foreign_deployment(client, ns, "taken").await?;
+    until("the foreign Deployment settled", WAIT, || async {
+        let d = get_deployment(client, ns, "taken").await?;
+        let observed = d.status.as_ref().and_then(|s| s.observed_generation);
+        let revised = d
+            .annotations()
+            .contains_key("deployment.kubernetes.io/revision");
+        if observed == d.metadata.generation && revised {
+            Ok(d)
+        } else {
+            Err("not yet observed by kube-controller-manager".into())
+        }
+    })
+    .await
+}
+
+/// Creates Foo `squatter` asking for Deployment `taken` (`foreign`, which it
+/// does not control) and watches both the program and the Deployment: the
+/// program must log the refusal twice (a retry) and never write to `taken`.
+/// A write fails at once, naming what changed.
+pub(super) async fn refuses_foreign_deployment(
+    p: &mut Program,
+    client: &Client,
+    ns: &str,
+    foreign: &Deployment,
+) -> Checked<()> {
+    create_foo(client, ns, "squatter", "taken", 3).await?;
+    let refusal = r#"Resource "taken" already exists and is not managed by Foo"#;
+    let expected = format!(
+        "Deployment taken never written (Foo squatter does not control it) and the refusal \"{refusal}\" logged twice (retried)"
+    );
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        p.process.drain_for(Duration::from_millis(200)).await;
+        let now = get_deployment(client, ns, "taken")
+            .await
+            .map_err(|e| failure(expected.clone(), format!("Deployment taken: {e}")))?;
+        let changed = changed_paths("", &untouchable(foreign), &untouchable(&now));
+        let ours = writers(&now, None)
+            .into_iter()
+            .filter(|(m, _)| m == "sample-controller")
+            .collect::<Vec<_>>();
+        if !changed.is_empty() || !ours.is_empty() {
+            return Err(failure(
+                expected,
+                format!(
+                    "your sync wrote to a Deployment this Foo does not control: changed {changed:?}, written by {ours:?}"
+                ),
+            ));
+        }
+        let refused = p.output().iter().filter(|l| l.contains(refusal)).count();
+        if refused >= 2 {
+            return Ok(());
+        }
+        if !p.process.is_running() {
+            return Err(p.explain(expected, format!("it exited after {refused} refusal(s)")));
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Err(p.explain(
+                expected,
+                format!("after {WAIT:?}: the refusal logged {refused} time(s)"),
+            ));
+        }
+    }
+}
+
+/// The JSON paths where `a` and `b` differ (`spec.replicas`, …).
+pub(super) fn changed_paths(at: &str, a: &serde_json::Value, b: &serde_json::Value) -> Vec<String> {
+    match (a, b) {
+        (serde_json::Value::Object(a), serde_json::Value::Object(b)) => {
+            let mut keys: Vec<&String> = a.keys().chain(b.keys()).collect();
+            keys.sort();
+            keys.dedup();
+            keys.into_iter()
+                .flat_map(|k| {
+                    let path = if at.is_empty() {
+                        k.clone()
+                    } else {
+                        format!("{at}.{k}")
+                    };
+                    let null = serde_json::Value::Null;
+                    changed_paths(&path, a.get(k).unwrap_or(&null), b.get(k).unwrap_or(&null))
+                })
+                .collect()
+        }
+        _ if a == b => Vec::new(),
+        _ => vec![at.to_string()],
+    }
+}
+
+/// Steps 6 to 8 must keep step 5's refusal: a scenario of its own, in a
+/// namespace of its own, for each.
+pub(super) async fn foreign_untouched(mut s: Scenario<'_>, behaviour: Behaviour) -> Vec<Line> {
+    scenario!(s, {
+        let client = s.client().clone();
+        let target = s.target;
+        s.check(behaviour, async {
+            let ns = namespace(&client, "foreign").await?;
+            let foreign = settled_foreign_deployment(&client, &ns).await?;
+            let mut p = Program::start(target, &ns, &[])?;
+            p.expect(&["Starting", "workers"]).await?;
+            refuses_foreign_deployment(&mut p, &client, &ns, &foreign).await?;
+            p.stops_cleanly(Duration::from_secs(10)).await
+        })
+        .await?;
+        Ok(())
+    })
+}

@@ -1,0 +1,636 @@
+//! What steps 2–8 must do, checked against a real API server: the
+//! behaviours `tests/steps.rs` asserts for the project's own steps and
+//! `cargo xtask check step-N` reports for a learner's workshop starter.
+//!
+//! A check runs the program under test as a child process in fresh
+//! namespaces, changes the cluster as a user would (Foos created, scaled and
+//! deleted, Deployments edited by someone else) and reads what the program
+//! prints and what it wrote. Its [`Report`] has one [`Line`] per behaviour:
+//! passed, or failed with what was expected, what happened and the chapter
+//! section that explains it. A scenario stops at its first failure (what
+//! follows depends on it); its later behaviours are reported as not reached.
+//!
+//! Which scenarios make up a step's check is the step registry's business
+//! ([`crate::steps`]); each step's behaviours and scenarios live in a module
+//! of their own (`step2` … `step8`), what they share in `cluster`. The Foo
+//! is the steps' own (`sample_controller::Foo`).
+
+use std::fmt;
+use std::future::Future;
+use std::path::PathBuf;
+use std::process::ExitStatus;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use anyhow::{Context as _, Result, bail};
+use futures::future::join_all;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::events::v1::Event;
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::{Client, ResourceExt};
+use sample_controller::Foo;
+use serde_json::json;
+
+use crate::harness::{self, Process};
+
+/// How long a check waits for a line or a state before calling it failed.
+pub const WAIT: Duration = Duration::from_secs(60);
+
+/// What a check runs and where.
+#[derive(Clone)]
+pub struct Target {
+    /// The step's program: a built binary.
+    pub program: PathBuf,
+    /// Kubeconfig of the cluster, passed to the program as `--kubeconfig`.
+    pub kubeconfig: PathBuf,
+    /// An admin client of the same cluster, for the check's own requests.
+    pub client: Client,
+    /// Echo the program's output (`[step-N] line`) as it is read.
+    pub echo: bool,
+}
+
+/// One behaviour a step must show, and where the book explains it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Behaviour {
+    /// What the step does, as a sentence without a subject.
+    pub what: &'static str,
+    /// The chapter section: `step-5.md#the-rust-code`.
+    pub chapter: &'static str,
+}
+
+/// How a behaviour fared.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// It did what the behaviour says.
+    Passed,
+    /// It did not.
+    Failed {
+        /// What the check waited for.
+        expected: String,
+        /// What it saw instead.
+        happened: String,
+    },
+    /// An earlier behaviour of the same scenario failed, so this one could
+    /// not be checked.
+    NotReached,
+}
+
+/// A behaviour and its outcome.
+#[derive(Clone, Debug)]
+pub struct Line {
+    /// The behaviour checked.
+    pub behaviour: Behaviour,
+    /// What happened.
+    pub outcome: Outcome,
+}
+
+/// Every behaviour of one step's check, in order.
+#[derive(Clone, Debug)]
+pub struct Report {
+    /// The step checked.
+    pub step: u8,
+    /// One per behaviour.
+    pub lines: Vec<Line>,
+    /// The namespaces the check created: deleted when every behaviour
+    /// passed, left in place otherwise (what the program did is still there
+    /// to look at) and named at the end of the report.
+    pub namespaces: Vec<String>,
+}
+
+impl Report {
+    /// Whether every behaviour passed.
+    pub fn passed(&self) -> bool {
+        self.lines.iter().all(|l| l.outcome == Outcome::Passed)
+    }
+
+    /// One line per behaviour without the details: `step-5 FAIL creates …`.
+    /// What CI compares with the expected result of an untouched starter.
+    pub fn summary(&self) -> Vec<String> {
+        self.lines
+            .iter()
+            .map(|l| {
+                let mark = match l.outcome {
+                    Outcome::Passed => "pass",
+                    Outcome::Failed { .. } => "FAIL",
+                    Outcome::NotReached => "skip",
+                };
+                format!("step-{} {mark} {}", self.step, l.behaviour.what)
+            })
+            .collect()
+    }
+}
+
+impl fmt::Display for Report {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for line in &self.lines {
+            let what = line.behaviour.what;
+            match &line.outcome {
+                Outcome::Passed => writeln!(f, "  pass  {what}")?,
+                Outcome::Failed { expected, happened } => {
+                    writeln!(f, "  FAIL  {what}")?;
+                    writeln!(f, "        expected: {expected}")?;
+                    for (i, l) in happened.lines().enumerate() {
+                        let label = if i == 0 { "happened:" } else { "         " };
+                        writeln!(f, "        {label} {l}")?;
+                    }
+                    writeln!(f, "        read:     book/src/{}", line.behaviour.chapter)?;
+                }
+                Outcome::NotReached => writeln!(
+                    f,
+                    "  skip  {what} (not reached: an earlier failure stopped its scenario)"
+                )?,
+            }
+        }
+        let passed = self
+            .lines
+            .iter()
+            .filter(|l| l.outcome == Outcome::Passed)
+            .count();
+        if !self.passed() && !self.namespaces.is_empty() {
+            writeln!(
+                f,
+                "  kept for you to look at: {} (kubectl get foos,deployments,events -n NAMESPACE; \
+                 kubectl delete namespace NAMESPACE when done)",
+                self.namespaces.join(", ")
+            )?;
+        }
+        write!(
+            f,
+            "step-{}: {passed} of {} behaviours pass",
+            self.step,
+            self.lines.len()
+        )
+    }
+}
+
+/// One scenario of a step's check: the behaviours it reports, in order,
+/// and what runs it (in a namespace of its own, beside the step's other
+/// scenarios). Each step module lists its own (`stepN::SCENARIOS`); the
+/// step registry ([`crate::steps`]) says which list is whose.
+#[derive(Clone, Copy, Debug)]
+pub struct CheckScenario {
+    /// What it reports, in order.
+    pub behaviours: &'static [Behaviour],
+    run: RunScenario,
+}
+
+/// A running scenario: its lines once it ends.
+type ScenarioFuture<'a> = std::pin::Pin<Box<dyn Future<Output = Vec<Line>> + Send + 'a>>;
+/// What starts a scenario.
+type RunScenario = for<'a> fn(Scenario<'a>) -> ScenarioFuture<'a>;
+
+impl CheckScenario {
+    const fn new(behaviours: &'static [Behaviour], run: RunScenario) -> Self {
+        CheckScenario { behaviours, run }
+    }
+}
+
+/// The scenarios of `step`'s check, from the step registry; an error for a
+/// step without one.
+fn scenarios(step: u8) -> Result<&'static [CheckScenario]> {
+    match crate::steps::step(step) {
+        Some(s) if !s.check.is_empty() => Ok(s.check),
+        _ => {
+            let checked: Vec<String> = crate::steps::checked()
+                .map(|s| format!("step-{}", s.number))
+                .collect();
+            bail!(
+                "there is no check for step {step}: {} have one",
+                checked.join(", ")
+            )
+        }
+    }
+}
+
+/// Every behaviour of `step`'s check, in report order (none for a step
+/// without a check).
+pub fn behaviours(step: u8) -> Vec<Behaviour> {
+    scenarios(step)
+        .unwrap_or_default()
+        .iter()
+        .flat_map(|s| s.behaviours.iter().copied())
+        .collect()
+}
+
+/// Runs `step`'s check against `target`. Its scenarios run at once, each in
+/// a namespace of its own. An `Err` means the check could not run (no
+/// such step, the CRD missing); a failing program is a failing [`Report`].
+/// When every behaviour passed, the namespaces it created are deleted;
+/// otherwise the report names them.
+pub async fn check(step: u8, target: &Target) -> Result<Report> {
+    let scenarios = scenarios(step)?;
+    let crd = Api::<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition>::all(target.client.clone());
+    crd.get_opt("foos.samplecontroller.k8s.io")
+        .await
+        .context("reading the Foo CRD")?
+        .context("the Foo CRD is not installed: kubectl apply -f manifests/crd.yaml")?;
+    let runs = scenarios
+        .iter()
+        .map(|scenario| run(target, scenario.behaviours, scenario.run));
+    let (lines, namespaces): (Vec<Line>, Vec<String>) = CREATED
+        .scope(std::sync::Mutex::new(Vec::new()), async {
+            let lines = join_all(runs).await.into_iter().flatten().collect();
+            let namespaces = CREATED.with(|c| c.lock().map(|c| c.clone()).unwrap_or_default());
+            (lines, namespaces)
+        })
+        .await;
+    let report = Report {
+        step,
+        lines,
+        namespaces,
+    };
+    if report.passed() {
+        let api = Api::<k8s_openapi::api::core::v1::Namespace>::all(target.client.clone());
+        for ns in &report.namespaces {
+            match api.delete(ns, &Default::default()).await {
+                Ok(_) => {}
+                Err(kube::Error::Api(s)) if s.code == 404 => {}
+                Err(err) => {
+                    return Err(err).with_context(|| format!("deleting namespace {ns}"));
+                }
+            }
+        }
+    }
+    Ok(report)
+}
+
+tokio::task_local! {
+    /// The namespaces the running check created (every scenario of one
+    /// check runs in the task that calls [`check`]).
+    static CREATED: std::sync::Mutex<Vec<String>>;
+}
+
+// ---------------------------------------------------------------------------
+// The machinery: scenarios, failures, the program under check.
+
+/// A behaviour that did not happen.
+#[derive(Debug)]
+struct Failure {
+    expected: String,
+    happened: String,
+}
+
+type Checked<T> = std::result::Result<T, Failure>;
+
+fn failure(expected: impl Into<String>, happened: impl fmt::Display) -> Failure {
+    Failure {
+        expected: expected.into(),
+        happened: happened.to_string(),
+    }
+}
+
+/// A scenario stopped at a failure (already recorded).
+struct Stop;
+
+/// The outcomes of one scenario, filled in as it runs.
+struct Scenario<'a> {
+    target: &'a Target,
+    lines: Vec<Line>,
+}
+
+impl<'a> Scenario<'a> {
+    /// Records whether `run` showed `behaviour`; stops the scenario if not.
+    async fn check<T>(
+        &mut self,
+        behaviour: Behaviour,
+        run: impl Future<Output = Checked<T>>,
+    ) -> std::result::Result<T, Stop> {
+        let outcome = run.await;
+        let recorded = match &outcome {
+            Ok(_) => Outcome::Passed,
+            Err(f) => Outcome::Failed {
+                expected: f.expected.clone(),
+                happened: f.happened.clone(),
+            },
+        };
+        match self.lines.iter_mut().find(|l| l.behaviour == behaviour) {
+            Some(line) => line.outcome = recorded,
+            None => self.lines.push(Line {
+                behaviour,
+                outcome: recorded,
+            }),
+        }
+        outcome.map_err(|_| Stop)
+    }
+
+    fn client(&self) -> &Client {
+        &self.target.client
+    }
+}
+
+/// A fresh namespace named after the scenario.
+async fn namespace(client: &Client, prefix: &str) -> Checked<String> {
+    static N: AtomicU32 = AtomicU32::new(0);
+    let name = format!(
+        "check-{prefix}-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::SeqCst)
+    );
+    crate::create_namespace(client, &name)
+        .await
+        .map_err(|e| failure("a namespace for the check", format!("{e:#}")))?;
+    // Outside a check (a unit test calling a scenario helper) nothing records it.
+    let _ = CREATED.try_with(|created| {
+        if let Ok(mut created) = created.lock() {
+            created.push(name.clone());
+        }
+    });
+    Ok(name)
+}
+
+/// Runs one scenario: every behaviour in `declared` starts as not reached.
+async fn run<'a, F, Fut>(target: &'a Target, declared: &[Behaviour], scenario: F) -> Vec<Line>
+where
+    F: FnOnce(Scenario<'a>) -> Fut,
+    Fut: Future<Output = Vec<Line>>,
+{
+    let lines = declared
+        .iter()
+        .map(|b| Line {
+            behaviour: *b,
+            outcome: Outcome::NotReached,
+        })
+        .collect();
+    scenario(Scenario { target, lines }).await
+}
+
+/// Ends a scenario function: its lines, whether it ran through or stopped.
+macro_rules! scenario {
+    ($s:ident, $body:block) => {{
+        let result: std::result::Result<(), Stop> = async { $body }.await;
+        let _ = result;
+        $s.lines
+    }};
+}
+
+/// The program under check, running in one namespace.
+struct Program {
+    process: Process,
+}
+
+impl Program {
+    /// Starts the program with `--kubeconfig`, `--namespace ns` and `args`.
+    fn start(target: &Target, ns: &str, args: &[&str]) -> Checked<Program> {
+        let mut argv = vec![
+            "--kubeconfig".to_string(),
+            target.kubeconfig.display().to_string(),
+            "--namespace".to_string(),
+            ns.to_string(),
+        ];
+        argv.extend(args.iter().map(|a| a.to_string()));
+        let name = target
+            .program
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "program".into());
+        // A panic shows where and why; its backtrace would bury that (run
+        // the program yourself for one).
+        let process = Process::start(&name, &target.program, &argv, &[("RUST_BACKTRACE", "0")])
+            .map_err(|e| failure("the program starts", format!("{e:#}")))?
+            .with_wait(WAIT)
+            .echo(target.echo);
+        Ok(Program { process })
+    }
+
+    /// Waits for a line containing every one of `parts`.
+    async fn expect(&mut self, parts: &[&str]) -> Checked<String> {
+        let wanted = format!("a line containing {}", quoted(parts));
+        match self.process.expect(parts).await {
+            Ok(line) => Ok(line),
+            Err(e) => Err(self.explain(wanted, e)),
+        }
+    }
+
+    /// Waits for a line matching `matches` (described by `what`).
+    async fn expect_where(
+        &mut self,
+        what: &str,
+        matches: impl Fn(&str) -> bool,
+    ) -> Checked<String> {
+        match self.process.expect_where(what, matches).await {
+            Ok(line) => Ok(line),
+            Err(e) => Err(self.explain(what.to_string(), e)),
+        }
+    }
+
+    /// A failure of `expected`, saying how the program fared meanwhile.
+    fn explain(&mut self, expected: String, err: impl fmt::Display) -> Failure {
+        let mut happened = err.to_string();
+        if !self.process.is_running() {
+            happened.push_str("; it exited");
+        }
+        // Its first panic (where and why), then its last lines.
+        let output = &self.process.output;
+        let mut shown: Vec<usize> = Vec::new();
+        if let Some(at) = output.iter().position(|l| l.contains("panicked at")) {
+            shown.extend([at, at + 1]);
+        }
+        shown.extend(output.len().saturating_sub(4)..output.len());
+        shown.sort_unstable();
+        shown.dedup();
+        shown.retain(|i| *i < output.len() && !output[*i].trim().is_empty());
+        if !shown.is_empty() {
+            happened.push_str(", it printed:");
+            let mut last = None;
+            for i in shown {
+                if last.is_some_and(|l: usize| i > l + 1) {
+                    happened.push_str("\n  …");
+                }
+                happened.push_str("\n  ");
+                happened.push_str(&output[i]);
+                last = Some(i);
+            }
+        }
+        Failure { expected, happened }
+    }
+
+    /// [`until`] for a state the program must bring about: fails as soon as
+    /// the program has exited, saying how.
+    async fn until<T, F, Fut>(&mut self, expected: &str, wait: Duration, mut probe: F) -> Checked<T>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = std::result::Result<T, String>>,
+    {
+        let deadline = tokio::time::Instant::now() + wait;
+        loop {
+            let now = match probe().await {
+                Ok(value) => return Ok(value),
+                Err(now) => now,
+            };
+            if !self.process.is_running() {
+                // Read what it printed last (a panic, say) before explaining.
+                self.process.drain_for(Duration::from_millis(200)).await;
+                return Err(self.explain(expected.to_string(), format!("meanwhile {now}")));
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Err(self.explain(expected.to_string(), format!("after {wait:?}: {now}")));
+            }
+            self.process.drain_for(Duration::from_millis(200)).await;
+        }
+    }
+
+    /// Sends SIGTERM and expects an exit with status 0 within `within`.
+    async fn stops_cleanly(&mut self, within: Duration) -> Checked<()> {
+        let expected = format!("exits with status 0 within {within:?} of a SIGTERM");
+        let status: Result<ExitStatus> =
+            match tokio::time::timeout(within, self.process.terminate()).await {
+                Ok(status) => status,
+                Err(_) => Err(anyhow::anyhow!("still running {within:?} after SIGTERM")),
+            };
+        match status {
+            Ok(s) if s.success() => Ok(()),
+            Ok(s) => Err(self.explain(expected, format!("it exited with {s}"))),
+            Err(e) => {
+                let _ = self.process.kill().await;
+                Err(self.explain(expected, format!("{e:#}")))
+            }
+        }
+    }
+
+    fn output(&self) -> &[String] {
+        &self.process.output
+    }
+}
+
+fn quoted(parts: &[&str]) -> String {
+    parts
+        .iter()
+        .map(|p| format!("{p:?}"))
+        .collect::<Vec<_>>()
+        .join(" and ")
+}
+
+/// Polls `probe` every 200 ms until it returns `Ok`; after `wait`, fails
+/// with `expected` and what the last probe saw.
+async fn until<T, F, Fut>(expected: &str, wait: Duration, mut probe: F) -> Checked<T>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = std::result::Result<T, String>>,
+{
+    let deadline = tokio::time::Instant::now() + wait;
+    loop {
+        match probe().await {
+            Ok(value) => return Ok(value),
+            Err(now) if tokio::time::Instant::now() >= deadline => {
+                return Err(failure(expected, format!("after {wait:?}: {now}")));
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
+        }
+    }
+}
+
+mod cluster;
+mod step2;
+mod step3;
+mod step4;
+mod step5;
+mod step6;
+mod step7;
+mod step8;
+
+pub(crate) use step2::SCENARIOS as STEP_2_SCENARIOS;
+pub(crate) use step3::SCENARIOS as STEP_3_SCENARIOS;
+pub(crate) use step4::SCENARIOS as STEP_4_SCENARIOS;
+pub(crate) use step5::SCENARIOS as STEP_5_SCENARIOS;
+pub(crate) use step6::SCENARIOS as STEP_6_SCENARIOS;
+pub(crate) use step7::SCENARIOS as STEP_7_SCENARIOS;
+pub(crate) use step8::SCENARIOS as STEP_8_SCENARIOS;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    /// mdBook's id for a heading: lower case, spaces to dashes, only
+    /// alphanumerics, `-` and `_` kept.
+    fn anchor(heading: &str) -> String {
+        heading
+            .trim()
+            .to_lowercase()
+            .chars()
+            .filter_map(|c| match c {
+                ' ' => Some('-'),
+                c if c.is_alphanumeric() || c == '-' || c == '_' => Some(c),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_behaviour_points_at_a_section_that_exists_in_the_book() {
+        let book = Path::new(env!("CARGO_MANIFEST_DIR")).join("../book/src");
+        for step in crate::steps::checked().map(|s| s.number) {
+            let list = behaviours(step);
+            assert!(!list.is_empty(), "step {step} has no behaviours");
+            for b in list {
+                let (file, section) = b.chapter.split_once('#').expect("file#section");
+                let text = std::fs::read_to_string(book.join(file)).expect(file);
+                let anchors: Vec<String> = text
+                    .lines()
+                    .filter(|l| l.starts_with('#'))
+                    .map(|l| anchor(l.trim_start_matches('#')))
+                    .collect();
+                assert!(
+                    anchors.iter().any(|a| a == section),
+                    "{}: no heading #{section} in {file} (has {anchors:?})",
+                    b.what
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn behaviours_are_unique_within_a_step() {
+        for step in crate::steps::checked().map(|s| s.number) {
+            let list = behaviours(step);
+            for (i, b) in list.iter().enumerate() {
+                assert!(!list[..i].contains(b), "step {step}: {b:?} twice");
+            }
+        }
+    }
+
+    #[test]
+    fn a_report_summary_marks_each_outcome() {
+        let report = Report {
+            step: 5,
+            lines: vec![
+                Line {
+                    behaviour: step5::STEP_5_CREATES,
+                    outcome: Outcome::Passed,
+                },
+                Line {
+                    behaviour: step5::STEP_5_REFUSES,
+                    outcome: Outcome::Failed {
+                        expected: "x".into(),
+                        happened: "y".into(),
+                    },
+                },
+                Line {
+                    behaviour: step5::STEP_5_SCALES,
+                    outcome: Outcome::NotReached,
+                },
+            ],
+            namespaces: vec!["check-step5-1-0".into()],
+        };
+        assert!(!report.passed());
+        assert!(
+            report
+                .to_string()
+                .contains("kept for you to look at: check-step5-1-0 (")
+        );
+        assert_eq!(
+            report.summary(),
+            [
+                format!("step-5 pass {}", step5::STEP_5_CREATES.what),
+                format!("step-5 FAIL {}", step5::STEP_5_REFUSES.what),
+                format!("step-5 skip {}", step5::STEP_5_SCALES.what),
+            ]
+        );
+        let text = report.to_string();
+        assert!(
+            text.contains("read:     book/src/step-5.md#the-rust-code"),
+            "{text}"
+        );
+        assert!(text.ends_with("step-5: 1 of 3 behaviours pass"), "{text}");
+    }
+}

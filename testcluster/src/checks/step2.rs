@@ -1,0 +1,51 @@
+//! Step 2 (informers): the behaviours its check reports, and the
+//! scenarios that show them.
+
+use super::cluster::*;
+use super::*;
+
+/// Step 2's check: its scenarios, run at once, each in a namespace of its own.
+pub(crate) const SCENARIOS: &[CheckScenario] =
+    &[CheckScenario::new(STEP_2, |s| Box::pin(step_2(s)))];
+
+pub(super) const STEP_2_SYNC: Behaviour = Behaviour {
+    what: "waits for both caches to sync, then reports what they hold",
+    chapter: "step-2.md#the-rust-code",
+};
+pub(super) const STEP_2_CURRENT: Behaviour = Behaviour {
+    what: "keeps both caches current: a new Foo and a new Deployment show up",
+    chapter: "step-2.md#the-rust-code",
+};
+pub(super) const STEP_2_STOP: Behaviour = Behaviour {
+    what: "exits 0 on SIGTERM",
+    chapter: "step-2.md#the-rust-code",
+};
+pub(super) const STEP_2: &[Behaviour] = &[STEP_2_SYNC, STEP_2_CURRENT, STEP_2_STOP];
+
+async fn step_2(mut s: Scenario<'_>) -> Vec<Line> {
+    scenario!(s, {
+        let client = s.client().clone();
+        let target = s.target;
+        let (mut p, ns) = s
+            .check(STEP_2_SYNC, async {
+                let ns = namespace(&client, "step2").await?;
+                create_foo(&client, &ns, "cached-foo", "cached-foo", 1).await?;
+                let mut p = Program::start(target, &ns, &[])?;
+                p.expect(&["Caches synced: 1 foos, 0 deployments"]).await?;
+                p.expect(&[&ns, "cached-foo"]).await?;
+                Ok((p, ns))
+            })
+            .await?;
+        s.check(STEP_2_CURRENT, async {
+            create_foo(&client, &ns, "later-foo", "later-foo", 3).await?;
+            create_foreign_deployment(&client, &ns, "later-deployment").await?;
+            p.expect(&[&ns, "later-foo", " 3 "]).await?;
+            p.expect(&[&ns, "later-deployment"]).await?;
+            Ok(())
+        })
+        .await?;
+        s.check(STEP_2_STOP, p.stops_cleanly(Duration::from_secs(10)))
+            .await?;
+        Ok(())
+    })
+}

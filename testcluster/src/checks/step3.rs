@@ -1,0 +1,149 @@
+//! Step 3 (event handlers): the behaviours its check reports, and the
+//! scenarios that show them.
+
+use super::cluster::*;
+use super::*;
+
+/// Step 3's check: its scenarios, run at once, each in a namespace of its own.
+pub(crate) const SCENARIOS: &[CheckScenario] =
+    &[CheckScenario::new(STEP_3, |s| Box::pin(step_3(s)))];
+
+pub(super) const STEP_3_FOO_ADDED: Behaviour = Behaviour {
+    what: "a Foo added: enqueues its key",
+    chapter: "step-3.md#the-rust-code",
+};
+pub(super) const STEP_3_FOO_UPDATED: Behaviour = Behaviour {
+    what: "a Foo updated: enqueues its key",
+    chapter: "step-3.md#the-rust-code",
+};
+pub(super) const STEP_3_OWNED_ADDED: Behaviour = Behaviour {
+    what: "a Deployment the Foo controls added: enqueues the Foo",
+    chapter: "step-3.md#the-rust-code",
+};
+pub(super) const STEP_3_REPLAY: Behaviour = Behaviour {
+    what: "a resync replay of a Deployment (same resourceVersion): ignored",
+    chapter: "step-3.md#the-rust-code",
+};
+pub(super) const STEP_3_FOREIGN: Behaviour = Behaviour {
+    what: "a Deployment without a controller owner reference: ignored",
+    chapter: "step-3.md#the-rust-code",
+};
+pub(super) const STEP_3_OWNED_DELETED: Behaviour = Behaviour {
+    what: "a Deployment the Foo controls deleted: enqueues the Foo",
+    chapter: "step-3.md#the-rust-code",
+};
+pub(super) const STEP_3_FOO_DELETED: Behaviour = Behaviour {
+    what: "a Foo deleted: ignored (its Deployment goes with it)",
+    chapter: "step-3.md#the-rust-code",
+};
+pub(super) const STEP_3_STOP: Behaviour = Behaviour {
+    what: "exits 0 on SIGTERM",
+    chapter: "step-3.md#the-rust-code",
+};
+pub(super) const STEP_3: &[Behaviour] = &[
+    STEP_3_FOO_ADDED,
+    STEP_3_FOO_UPDATED,
+    STEP_3_OWNED_ADDED,
+    STEP_3_REPLAY,
+    STEP_3_FOREIGN,
+    STEP_3_OWNED_DELETED,
+    STEP_3_FOO_DELETED,
+    STEP_3_STOP,
+];
+
+/// `("41", "42")` from `… (resourceVersion 41 -> 42) …`.
+fn resource_versions(line: &str) -> Option<(String, String)> {
+    let rest = line.split("(resourceVersion ").nth(1)?;
+    let (old, rest) = rest.split_once(" -> ")?;
+    Some((old.to_string(), rest.split(')').next()?.to_string()))
+}
+
+async fn step_3(mut s: Scenario<'_>) -> Vec<Line> {
+    scenario!(s, {
+        let client = s.client().clone();
+        let target = s.target;
+        let (mut p, ns, foo) = s
+            .check(STEP_3_FOO_ADDED, async {
+                let ns = namespace(&client, "step3").await?;
+                let mut p = Program::start(target, &ns, &["--resync", "2"])?;
+                let foo = create_foo(&client, &ns, "watched", "watched-nginx", 1).await?;
+                p.expect(&[
+                    &format!("Foo added {ns}/watched"),
+                    &format!("enqueue {ns}/watched"),
+                ])
+                .await?;
+                Ok((p, ns, foo))
+            })
+            .await?;
+        let foos = foos(&client, &ns);
+        let updated = s
+            .check(STEP_3_FOO_UPDATED, async {
+                let updated = merge(&foos, "watched", json!({"spec": {"replicas": 2}})).await?;
+                let (old, new) = (foo.resource_version(), updated.resource_version());
+                let (old, new) = (old.unwrap_or_default(), new.unwrap_or_default());
+                p.expect(&[
+                    &format!("Foo updated {ns}/watched (resourceVersion {old} -> {new})"),
+                    &format!("enqueue {ns}/watched"),
+                ])
+                .await?;
+                Ok(updated)
+            })
+            .await?;
+        s.check(STEP_3_OWNED_ADDED, async {
+            create_owned_deployment(&client, &ns, "watched-nginx", &updated).await?;
+            p.expect(&[
+                &format!("Deployment added {ns}/watched-nginx"),
+                &format!("enqueue {ns}/watched"),
+            ])
+            .await?;
+            Ok(())
+        })
+        .await?;
+        s.check(STEP_3_REPLAY, async {
+            let replay = p
+                .expect_where(
+                    "a replayed update of Deployment watched-nginx, ignored (same resourceVersion)",
+                    |l| {
+                        l.contains(&format!("Deployment updated {ns}/watched-nginx"))
+                            && l.contains("ignored (same resourceVersion")
+                    },
+                )
+                .await?;
+            match resource_versions(&replay) {
+                Some((old, new)) if old == new => Ok(()),
+                _ => Err(failure("the same resourceVersion on both sides", replay)),
+            }
+        })
+        .await?;
+        s.check(STEP_3_FOREIGN, async {
+            create_foreign_deployment(&client, &ns, "unowned").await?;
+            p.expect(&[
+                &format!("Deployment added {ns}/unowned"),
+                "ignored (no controller owner reference)",
+            ])
+            .await?;
+            Ok(())
+        })
+        .await?;
+        s.check(STEP_3_OWNED_DELETED, async {
+            delete(&deployments(&client, &ns), "watched-nginx").await?;
+            p.expect(&[
+                &format!("Deployment deleted {ns}/watched-nginx"),
+                &format!("enqueue {ns}/watched"),
+            ])
+            .await?;
+            Ok(())
+        })
+        .await?;
+        s.check(STEP_3_FOO_DELETED, async {
+            delete(&foos, "watched").await?;
+            p.expect(&[&format!("Foo deleted {ns}/watched"), "ignored"])
+                .await?;
+            Ok(())
+        })
+        .await?;
+        s.check(STEP_3_STOP, p.stops_cleanly(Duration::from_secs(10)))
+            .await?;
+        Ok(())
+    })
+}

@@ -1,0 +1,193 @@
+//! Step 4 (the work queue): the behaviours its check reports, and the
+//! scenarios that show them.
+
+use super::cluster::*;
+use super::*;
+
+/// Step 4's check: its scenarios, run at once, each in a namespace of its own.
+pub(crate) const SCENARIOS: &[CheckScenario] = &[
+    CheckScenario::new(STEP_4_BURST, |s| Box::pin(step_4_burst(s))),
+    CheckScenario::new(STEP_4_EXCLUSIVE, |s| Box::pin(step_4_exclusive(s))),
+    CheckScenario::new(STEP_4_RETRY, |s| Box::pin(step_4_retry(s))),
+];
+
+pub(super) const STEP_4_COLLAPSES: Behaviour = Behaviour {
+    what: "ten changes during a sync: the key is synced once more, not ten times",
+    chapter: "step-4.md#the-rust-code",
+};
+pub(super) const STEP_4_BURST: &[Behaviour] = &[STEP_4_COLLAPSES];
+
+pub(super) const STEP_4_ONE_WORKER_PER_KEY: Behaviour = Behaviour {
+    what: "never syncs one key in two workers at once, while two keys do run at once",
+    chapter: "step-4.md#the-rust-code",
+};
+pub(super) const STEP_4_EXCLUSIVE: &[Behaviour] = &[STEP_4_ONE_WORKER_PER_KEY];
+
+pub(super) const STEP_4_BACKS_OFF: Behaviour = Behaviour {
+    what: "retries a failing key with delays doubling from 5 ms, then succeeds",
+    chapter: "step-4.md#the-rust-code",
+};
+pub(super) const STEP_4_LOGS_FAILURES: Behaviour = Behaviour {
+    what: "logs each failure as Go does: \"Error syncing; requeuing for later retry\"",
+    chapter: "step-4.md#the-rust-code",
+};
+pub(super) const STEP_4_RETRY: &[Behaviour] = &[STEP_4_BACKS_OFF, STEP_4_LOGS_FAILURES];
+
+async fn step_4_burst(mut s: Scenario<'_>) -> Vec<Line> {
+    scenario!(s, {
+        let client = s.client().clone();
+        let target = s.target;
+        s.check(STEP_4_COLLAPSES, async {
+            let ns = namespace(&client, "step4burst").await?;
+            let mut p = Program::start(target, &ns, &["--sync-millis", "3000"])?;
+            p.expect(&["Starting 2 workers"]).await?;
+            create_foo(&client, &ns, "busy", "busy", 1).await?;
+            let key = format!("{ns}/busy");
+            p.expect(&[&format!("sync {key} start attempt 1")]).await?;
+            let foos = foos(&client, &ns);
+            for i in 0..10 {
+                merge(
+                    &foos,
+                    "busy",
+                    json!({"metadata": {"labels": {"burst": i.to_string()}}}),
+                )
+                .await?;
+            }
+            p.expect(&[&format!("sync {key} done attempt 1")]).await?;
+            p.expect(&[&format!("sync {key} start attempt 2")]).await?;
+            p.expect(&[&format!("sync {key} done attempt 2")]).await?;
+            p.process.drain_for(Duration::from_secs(4)).await;
+            let starts = p
+                .output()
+                .iter()
+                .filter(|l| l.contains(&format!("sync {key} start")))
+                .count();
+            p.stops_cleanly(Duration::from_secs(10)).await?;
+            if starts != 2 {
+                return Err(failure(
+                    "2 syncs: one for the create, one for the whole burst",
+                    format!("{starts} syncs"),
+                ));
+            }
+            Ok(())
+        })
+        .await?;
+        Ok(())
+    })
+}
+
+async fn step_4_exclusive(mut s: Scenario<'_>) -> Vec<Line> {
+    scenario!(s, {
+        let client = s.client().clone();
+        let target = s.target;
+        s.check(STEP_4_ONE_WORKER_PER_KEY, async {
+            let ns = namespace(&client, "step4excl").await?;
+            let mut p = Program::start(target, &ns, &["--sync-millis", "400"])?;
+            p.expect(&["Starting 2 workers"]).await?;
+            let foos = foos(&client, &ns);
+            for name in ["left", "right"] {
+                create_foo(&client, &ns, name, name, 1).await?;
+            }
+            for i in 0..15 {
+                for name in ["left", "right"] {
+                    merge(
+                        &foos,
+                        name,
+                        json!({"metadata": {"labels": {"round": i.to_string()}}}),
+                    )
+                    .await?;
+                }
+                tokio::time::sleep(Duration::from_millis(150)).await;
+            }
+            p.process.drain_for(Duration::from_secs(2)).await;
+            p.stops_cleanly(Duration::from_secs(10)).await?;
+            let mut running: std::collections::HashMap<String, bool> = Default::default();
+            let mut both_at_once = false;
+            for line in p.output().iter().filter(|l| l.starts_with("sync ")) {
+                let Some(key) = line.split_whitespace().nth(1) else {
+                    continue;
+                };
+                if line.contains(" start attempt") {
+                    if running.get(key).copied().unwrap_or(false) {
+                        return Err(failure(
+                            "a key starts again only after its sync is done",
+                            format!("{key} started while running: {line}"),
+                        ));
+                    }
+                    running.insert(key.to_string(), true);
+                    both_at_once |= running.values().filter(|r| **r).count() == 2;
+                } else {
+                    running.insert(key.to_string(), false);
+                }
+            }
+            if !both_at_once {
+                return Err(failure(
+                    "the two keys synced at the same time by the two workers",
+                    "they never overlapped: are there two workers?",
+                ));
+            }
+            Ok(())
+        })
+        .await?;
+        Ok(())
+    })
+}
+
+async fn step_4_retry(mut s: Scenario<'_>) -> Vec<Line> {
+    scenario!(s, {
+        let client = s.client().clone();
+        let target = s.target;
+        let output = s
+            .check(STEP_4_BACKS_OFF, async {
+                let ns = namespace(&client, "step4retry").await?;
+                let mut p = Program::start(target, &ns, &["--fail-first", "5"])?;
+                p.expect(&["Starting 2 workers"]).await?;
+                create_foo(&client, &ns, "flaky", "flaky", 1).await?;
+                let key = format!("{ns}/flaky");
+                p.expect(&[&format!("sync {key} done attempt 6")]).await?;
+                p.stops_cleanly(Duration::from_secs(10)).await?;
+                let gaps: Vec<u64> = p
+                    .output()
+                    .iter()
+                    .filter(|l| l.contains(&format!("sync {key} start attempt")))
+                    .filter_map(|l| l.split('(').nth(1)?.split(" ms").next()?.parse().ok())
+                    .collect();
+                if gaps.len() != 5 {
+                    return Err(failure(
+                        "5 retries, each printed with its delay",
+                        format!("{gaps:?}"),
+                    ));
+                }
+                for (n, gap) in gaps.iter().enumerate() {
+                    if *gap < 5 << n {
+                        return Err(failure(
+                            format!(
+                                "retry {} at least {} ms after the attempt before",
+                                n + 1,
+                                5 << n
+                            ),
+                            format!("it came after {gap} ms (all delays: {gaps:?} ms)"),
+                        ));
+                    }
+                }
+                Ok(p.output().to_vec())
+            })
+            .await?;
+        s.check(STEP_4_LOGS_FAILURES, async {
+            let logged = output
+                .iter()
+                .filter(|l| l.contains("Error syncing; requeuing for later retry"))
+                .count();
+            if logged == 5 {
+                Ok(())
+            } else {
+                Err(failure(
+                    "5 lines \"Error syncing; requeuing for later retry\"",
+                    format!("{logged}"),
+                ))
+            }
+        })
+        .await?;
+        Ok(())
+    })
+}

@@ -1,0 +1,167 @@
+//! The course's steps in one table: for each step, its binary, its chapter,
+//! the permissions it needs, its workshop starter, the scenarios of its
+//! check and the captures its chapter shows.
+//!
+//! Everything that goes over the steps reads this table: `cargo xtask
+//! check`, the checks themselves ([`crate::checks`]), tests/steps.rs, the
+//! starters' tests, the book's captures, the RBAC tests. Adding a step is its
+//! own files, one entry here, its chapter and a line in SUMMARY.md
+//! (CONTRIBUTING.md has the recipe; testcluster/tests/registry.rs checks
+//! that every entry is complete).
+
+use sample_controller::diagnose::Permission;
+use sample_controller::rbac;
+
+use crate::checks::{self, CheckScenario};
+
+/// One step of the course.
+#[derive(Clone, Copy, Debug)]
+pub struct Step {
+    /// Its number: `cargo run --bin step-N`.
+    pub number: u8,
+    /// What it adds, in a few words (the README's table says the same).
+    pub adds: &'static str,
+    /// The reference binary: `step-5` (`steps/step-5.rs`).
+    pub binary: &'static str,
+    /// The chapter, in book/src.
+    pub chapter: &'static str,
+    /// What RBAC must allow it (the table its preflight or warnings use).
+    pub permissions: &'static [Permission],
+    /// Its workshop starter, if it has one.
+    pub starter: Option<Starter>,
+    /// The scenarios of its check (`cargo xtask check step-N`); empty for a
+    /// step without one.
+    pub check: &'static [CheckScenario],
+    /// The captures (book/src/outputs) its chapter shows.
+    pub captures: &'static [&'static str],
+}
+
+/// A workshop starter: the step with its layer left as gaps.
+#[derive(Clone, Copy, Debug)]
+pub struct Starter {
+    /// Its file, from the repository root.
+    pub file: &'static str,
+    /// Its binary (package `workshop`).
+    pub binary: &'static str,
+}
+
+/// Every step, in order.
+pub const STEPS: &[Step] = &[
+    Step {
+        number: 1,
+        adds: "a client; list Foos and Deployments",
+        binary: "step-1",
+        chapter: "step-1.md",
+        permissions: rbac::STEP_1,
+        starter: None,
+        check: &[],
+        captures: &["step-1.txt"],
+    },
+    Step {
+        number: 2,
+        adds: "informers: watched caches, wait for sync",
+        binary: "step-2",
+        chapter: "step-2.md",
+        permissions: rbac::STEP_2_TO_4,
+        starter: Some(Starter {
+            file: "workshop/step-2.rs",
+            binary: "workshop-step-2",
+        }),
+        check: checks::STEP_2_SCENARIOS,
+        captures: &["step-2.txt"],
+    },
+    Step {
+        number: 3,
+        adds: "event handlers: which Foo each change concerns",
+        binary: "step-3",
+        chapter: "step-3.md",
+        permissions: rbac::STEP_2_TO_4,
+        starter: Some(Starter {
+            file: "workshop/step-3.rs",
+            binary: "workshop-step-3",
+        }),
+        check: checks::STEP_3_SCENARIOS,
+        captures: &["step-3.txt"],
+    },
+    Step {
+        number: 4,
+        adds: "rate-limited work queue, 2 workers",
+        binary: "step-4",
+        chapter: "step-4.md",
+        permissions: rbac::STEP_2_TO_4,
+        starter: Some(Starter {
+            file: "workshop/step-4.rs",
+            binary: "workshop-step-4",
+        }),
+        check: checks::STEP_4_SCENARIOS,
+        captures: &["step-4.txt"],
+    },
+    Step {
+        number: 5,
+        adds: "sync_handler: create, refuse, scale",
+        binary: "step-5",
+        chapter: "step-5.md",
+        permissions: rbac::STEP_5,
+        starter: Some(Starter {
+            file: "workshop/step-5.rs",
+            binary: "workshop-step-5",
+        }),
+        check: checks::STEP_5_SCENARIOS,
+        captures: &["step-5.txt"],
+    },
+    Step {
+        number: 6,
+        adds: "status update",
+        binary: "step-6",
+        chapter: "step-6.md",
+        permissions: rbac::STEP_6,
+        starter: Some(Starter {
+            file: "workshop/step-6.rs",
+            binary: "workshop-step-6",
+        }),
+        check: checks::STEP_6_SCENARIOS,
+        captures: &["step-6.txt"],
+    },
+    Step {
+        number: 7,
+        adds: "Events, Go's 30 s resync, graceful shutdown, spans: Go's whole program",
+        binary: "step-7",
+        chapter: "step-7.md",
+        permissions: rbac::STEP_7,
+        starter: Some(Starter {
+            file: "workshop/step-7.rs",
+            binary: "workshop-step-7",
+        }),
+        check: checks::STEP_7_SCENARIOS,
+        captures: &["step-7.txt", "step-7-events.txt"],
+    },
+    Step {
+        number: 8,
+        adds: "the same controller the kube-rs way",
+        binary: "step-8",
+        chapter: "step-8.md",
+        permissions: rbac::STEP_8,
+        starter: Some(Starter {
+            file: "workshop/step-8.rs",
+            binary: "workshop-step-8",
+        }),
+        check: checks::STEP_8_SCENARIOS,
+        captures: &["step-8.txt", "step-8-events.txt"],
+    },
+];
+
+/// Step `number`, if there is one.
+pub fn step(number: u8) -> Option<&'static Step> {
+    STEPS.iter().find(|s| s.number == number)
+}
+
+/// The steps that have a check (`cargo xtask check step-N`).
+pub fn checked() -> impl Iterator<Item = &'static Step> {
+    STEPS.iter().filter(|s| !s.check.is_empty())
+}
+
+/// `step-5`, `5` → step 5, if it exists.
+pub fn parse(text: &str) -> Option<&'static Step> {
+    let number = text.strip_prefix("step-").unwrap_or(text);
+    number.parse().ok().and_then(step)
+}

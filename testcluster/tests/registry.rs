@@ -1,0 +1,192 @@
+//! The step registry (`testcluster::steps`) is complete: every entry's
+//! binary, chapter, starter, captures and README row exist, so that adding a
+//! step is its files, one entry and its chapter (CONTRIBUTING.md), and a
+//! forgotten piece fails here with what is missing.
+
+use std::path::{Path, PathBuf};
+
+use testcluster::steps::STEPS;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("testcluster/ is in the repository")
+        .to_path_buf()
+}
+
+fn read(path: &str) -> String {
+    std::fs::read_to_string(root().join(path)).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// The `[[bin]]` names and paths of a Cargo.toml (`name = "…"` then `path = "…"`).
+fn bins(manifest: &str) -> Vec<(String, String)> {
+    let text = read(manifest);
+    let mut bins = Vec::new();
+    for block in text.split("[[bin]]").skip(1) {
+        let field = |key: &str| {
+            block
+                .lines()
+                .find_map(|l| {
+                    l.trim()
+                        .strip_prefix(key)?
+                        .trim()
+                        .strip_prefix('=')?
+                        .trim()
+                        .strip_prefix('"')?
+                        .strip_suffix('"')
+                        .map(str::to_string)
+                })
+                .unwrap_or_default()
+        };
+        bins.push((field("name"), field("path")));
+    }
+    bins
+}
+
+#[test]
+fn the_registry_lists_what_it_knows_about_each_step() {
+    println!("step  binary   chapter     starter              check  captures");
+    for step in STEPS {
+        let behaviours: usize = step.check.iter().map(|s| s.behaviours.len()).sum();
+        println!(
+            "{:<5} {:<8} {:<11} {:<20} {:<6} {}",
+            step.number,
+            step.binary,
+            step.chapter,
+            step.starter.map(|s| s.file).unwrap_or("-"),
+            behaviours,
+            step.captures.join(", ")
+        );
+    }
+    let numbers: Vec<u8> = STEPS.iter().map(|s| s.number).collect();
+    let expected: Vec<u8> = (1..=STEPS.len() as u8).collect();
+    assert_eq!(numbers, expected, "steps numbered 1, 2, … in order");
+}
+
+#[test]
+fn every_steps_binary_is_built_from_steps_step_n_rs() {
+    let all: Vec<(String, String)> = ["Cargo.toml", "step8/Cargo.toml"]
+        .iter()
+        .flat_map(|m| bins(m))
+        .collect();
+    for step in STEPS {
+        let found = all.iter().find(|(name, _)| name == step.binary);
+        let Some((_, path)) = found else {
+            panic!(
+                "step {}: no [[bin]] named {} in Cargo.toml or step8/Cargo.toml",
+                step.number, step.binary
+            );
+        };
+        assert!(
+            path.ends_with(&format!("steps/{}.rs", step.binary)),
+            "step {}: {} is built from {path}, not steps/{}.rs",
+            step.number,
+            step.binary,
+            step.binary
+        );
+        assert!(
+            root()
+                .join("steps")
+                .join(format!("{}.rs", step.binary))
+                .is_file()
+        );
+    }
+}
+
+#[test]
+fn every_steps_chapter_exists_and_is_in_summary_md() {
+    let summary = read("book/src/SUMMARY.md");
+    for step in STEPS {
+        assert!(
+            root().join("book/src").join(step.chapter).is_file(),
+            "step {}: book/src/{} is missing",
+            step.number,
+            step.chapter
+        );
+        assert!(
+            summary.contains(&format!("]({})", step.chapter)),
+            "step {}: SUMMARY.md does not link {}",
+            step.number,
+            step.chapter
+        );
+    }
+}
+
+#[test]
+fn every_starter_exists_and_is_a_binary_of_the_workshop_package() {
+    let workshop = bins("workshop/Cargo.toml");
+    for step in STEPS {
+        let Some(starter) = step.starter else {
+            continue;
+        };
+        assert!(
+            root().join(starter.file).is_file(),
+            "{} is missing",
+            starter.file
+        );
+        let relative = starter
+            .file
+            .strip_prefix("workshop/")
+            .expect("under workshop/");
+        assert!(
+            workshop
+                .iter()
+                .any(|(name, path)| name == starter.binary && path == relative),
+            "workshop/Cargo.toml has no [[bin]] {} with path {relative}",
+            starter.binary
+        );
+    }
+}
+
+#[test]
+fn every_capture_of_a_step_is_in_book_src_outputs() {
+    for step in STEPS {
+        assert!(
+            !step.captures.is_empty(),
+            "step {} shows no run",
+            step.number
+        );
+        for capture in step.captures {
+            assert!(
+                root().join("book/src/outputs").join(capture).is_file(),
+                "step {}: book/src/outputs/{capture} is missing",
+                step.number
+            );
+        }
+    }
+}
+
+#[test]
+fn every_step_has_its_row_in_the_readme() {
+    let readme = read("README.md");
+    for step in STEPS {
+        let row = format!("| {} | `cargo run --bin {}` |", step.number, step.binary);
+        assert!(
+            readme.contains(&row),
+            "README.md has no row starting {row:?}"
+        );
+    }
+}
+
+#[test]
+fn each_step_of_go_s_program_needs_what_the_one_before_did() {
+    // Steps 1-7 add a layer each; step 8 applies instead of updating, so it
+    // is compared with manifests/rbac.yaml instead (src/rbac.rs).
+    let table = |step: &testcluster::steps::Step| -> Vec<String> {
+        step.permissions
+            .iter()
+            .map(|p| format!("{} {} {} {:?}", p.verb, p.group, p.resource, p.subresource))
+            .collect()
+    };
+    for pair in STEPS.windows(2).filter(|w| w[1].number <= 7) {
+        let (before, after) = (table(&pair[0]), table(&pair[1]));
+        for permission in &before {
+            assert!(
+                after.contains(permission),
+                "step {} needs {permission} but step {} does not",
+                pair[0].number,
+                pair[1].number
+            );
+        }
+    }
+}
