@@ -86,6 +86,7 @@ enum Scenario {
     ScaleAnOwnedDeploymentByHand,
     OverwriteAFoosStatusByHand,
     BurstOfReplicaChanges,
+    DeploymentRejected,
 }
 
 /// Runs `scenario` with each controller and compares each Rust snapshot with Go's.
@@ -267,6 +268,11 @@ async fn operate(scenario: Scenario, client: &Client, ns: &str, cp: &mut Control
         Scenario::EmptyDeploymentName => {
             create_foo(client, ns, "nameless", "", Some(1)).await;
         }
+        Scenario::DeploymentRejected => {
+            // Not a DNS subdomain: the CRD accepts it, the API server
+            // rejects the Deployment's create (422) on every retry.
+            create_foo(client, ns, "misnamed", "Not_A_Valid_Name", Some(1)).await;
+        }
         Scenario::ReplicasOmitted => {
             create_foo(client, ns, "defaulted", "defaulted", None).await;
         }
@@ -431,6 +437,15 @@ async fn settle(client: &Client, ns: &str) -> Result<Snapshot, String> {
     }
 }
 
+/// Whether `name` may name a Deployment (a DNS-1123 subdomain).
+fn is_dns_subdomain(name: &str) -> bool {
+    let alnum = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit();
+    name.len() <= 253
+        && name.starts_with(alnum)
+        && name.ends_with(alnum)
+        && name.chars().all(|c| alnum(c) || c == '-' || c == '.')
+}
+
 /// The normalised state of `ns`, and whether it looks settled.
 async fn snapshot(client: &Client, ns: &str) -> (Snapshot, bool) {
     let all = ListParams::default();
@@ -502,6 +517,8 @@ async fn snapshot(client: &Client, ns: &str) -> (Snapshot, bool) {
     let settled = foos
         .iter()
         .filter(|f| !f.spec.deployment_name.is_empty())
+        // A name the API server refuses for a Deployment: there will never be one.
+        .filter(|f| is_dns_subdomain(&f.spec.deployment_name))
         .all(|f| {
             let Some(d) = deployments
                 .iter()
@@ -598,4 +615,9 @@ async fn someone_overwrites_a_foos_status_by_hand() {
 #[tokio::test]
 async fn a_burst_of_replica_changes_on_one_foo() {
     check(Scenario::BurstOfReplicaChanges).await;
+}
+
+#[tokio::test]
+async fn a_foo_whose_deployment_the_api_server_rejects() {
+    check(Scenario::DeploymentRejected).await;
 }

@@ -156,11 +156,11 @@ pub fn install_commands(
                 "apt-get",
                 "install",
                 "-y",
-                "-q",
+                "-qq",
                 "--no-install-recommends",
             ];
             install.extend(&packages);
-            vec![argv(&["apt-get", "update", "-q"]), argv(&install)]
+            vec![argv(&["apt-get", "update", "-qq"]), argv(&install)]
         }
         Manager::Dnf => {
             let mut install = vec!["dnf", "install", "-y", "-q"];
@@ -420,10 +420,10 @@ mod tests {
             Privilege::Root,
         )
         .unwrap();
-        assert_eq!(commands[0], ["apt-get", "update", "-q"]);
+        assert_eq!(commands[0], ["apt-get", "update", "-qq"]);
         assert_eq!(
             commands[1].join(" "),
-            "env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium musl-tools"
+            "env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium musl-tools"
         );
     }
 
