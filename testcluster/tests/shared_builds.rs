@@ -2,10 +2,14 @@
 //! `cargo build`, `cargo xtask check step-5 --reference` compiles nothing,
 //! and the next `cargo build` compiles nothing either.
 //!
-//! The xtask binary runs here with the environment `cargo test` gave this
-//! test (`CARGO_MANIFEST_DIR`, `CARGO_PKG_*`, …), as `cargo xtask` runs with
-//! what `cargo run` gives it: exactly the variables that, passed on to the
-//! inner cargo, made ring's build script and everything above it rebuild.
+//! `cargo xtask …` runs here as a user's shell runs it; `cargo run` then
+//! gives xtask the variables of its own package (`CARGO_MANIFEST_DIR`,
+//! `CARGO_PKG_*`, …), exactly the ones that, passed on to xtask's inner
+//! cargo, made ring's build script and everything above it rebuild.
+//!
+//! (In testcluster, not xtask: an integration test of xtask would make
+//! `cargo test --workspace` build xtask's binary with the workspace's
+//! features over the one `cargo xtask test` is running.)
 
 use std::path::Path;
 use std::process::Command;
@@ -14,7 +18,7 @@ use std::process::Command;
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
-        .expect("xtask/ is in the repository")
+        .expect("testcluster/ is in the repository")
 }
 
 /// `cargo ARGS` as a user's shell runs it: this process's environment
@@ -68,16 +72,20 @@ async fn a_check_after_cargo_build_compiles_nothing_and_neither_does_the_next_ca
         "a second plain cargo build compiles nothing (else the test proves nothing)"
     );
 
-    // `cargo xtask check step-5 --reference`, with cargo's variables set.
-    assert!(std::env::var_os("CARGO_MANIFEST_DIR").is_some());
+    // `cargo xtask check step-5 --reference`, as typed.
     let cp = testcluster::shared().await.expect("control plane");
-    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_xtask"))
-        .args(["check", "step-5", "--reference", "--kubeconfig"])
-        .arg(cp.kubeconfig_path())
-        .current_dir(root())
-        .output()
-        .await
-        .expect("run xtask check");
+    let kubeconfig = cp.kubeconfig_path().to_string_lossy().into_owned();
+    let output = tokio::process::Command::from(users_cargo(&[
+        "xtask",
+        "check",
+        "step-5",
+        "--reference",
+        "--kubeconfig",
+        &kubeconfig,
+    ]))
+    .output()
+    .await
+    .expect("run cargo xtask check");
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{stdout}\n{stderr}");
@@ -86,7 +94,11 @@ async fn a_check_after_cargo_build_compiles_nothing_and_neither_does_the_next_ca
         stdout.contains("==> cargo build --bin step-5\n"),
         "{stdout}"
     );
-    let compiling: Vec<&str> = stderr
+    // What xtask's own cargo compiled: after `cargo run` started xtask.
+    let inner = stderr
+        .split_once("Running `")
+        .map_or(stderr.as_ref(), |(_, after)| after);
+    let compiling: Vec<&str> = inner
         .lines()
         .filter(|l| l.trim_start().starts_with("Compiling"))
         .collect();
