@@ -56,12 +56,30 @@ fn data_dirs(base: &Path) -> Vec<PathBuf> {
     dirs
 }
 
-/// A fresh, empty `TMPDIR` for one case.
-fn case_dir(case: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("leftovers-{}-{case}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("create the case's TMPDIR");
-    dir
+/// A fresh, empty `TMPDIR` for one case, removed with everything in it
+/// when the case ends, passed or failed.
+struct CaseDir(PathBuf);
+
+impl CaseDir {
+    fn new(case: &str) -> CaseDir {
+        let dir = std::env::temp_dir().join(format!("leftovers-{}-{case}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("create the case's TMPDIR");
+        CaseDir(dir)
+    }
+}
+
+impl std::ops::Deref for CaseDir {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for CaseDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 fn is_child() -> bool {
@@ -99,7 +117,7 @@ async fn child_fails_with_a_control_plane_in_scope() {
 
 #[test]
 fn a_control_plane_held_in_a_static_is_swept_by_the_next_run() {
-    let base = case_dir("static");
+    let base = CaseDir::new("static");
     assert!(run_child(
         "child_holds_a_control_plane_in_a_static",
         &base,
@@ -114,12 +132,11 @@ fn a_control_plane_held_in_a_static_is_swept_by_the_next_run() {
 
     testcluster::sweep_stale_data_dirs(&base);
     assert_eq!(data_dirs(&base), Vec::<PathBuf>::new(), "swept");
-    let _ = std::fs::remove_dir_all(&base);
 }
 
 #[test]
 fn testcluster_keep_keeps_a_static_control_planes_directory_through_the_sweep() {
-    let base = case_dir("keep");
+    let base = CaseDir::new("keep");
     assert!(run_child(
         "child_holds_a_control_plane_in_a_static",
         &base,
@@ -130,12 +147,11 @@ fn testcluster_keep_keeps_a_static_control_planes_directory_through_the_sweep() 
     assert_eq!(left.len(), 1, "kept: {left:?}");
     assert!(left[0].join(KEPT_MARKER).exists());
     assert!(left[0].join("etcd").exists(), "everything kept, etcd too");
-    let _ = std::fs::remove_dir_all(&base);
 }
 
 #[test]
 fn a_failed_test_keeps_its_logs_without_etcds_data_through_the_sweep() {
-    let base = case_dir("failed");
+    let base = CaseDir::new("failed");
     assert!(
         !run_child("child_fails_with_a_control_plane_in_scope", &base, &[]),
         "the child fails on purpose"
@@ -146,5 +162,4 @@ fn a_failed_test_keeps_its_logs_without_etcds_data_through_the_sweep() {
     assert!(left[0].join(KEPT_MARKER).exists());
     assert!(left[0].join("logs").exists(), "its logs");
     assert!(!left[0].join("etcd").exists(), "not etcd's data");
-    let _ = std::fs::remove_dir_all(&base);
 }

@@ -191,7 +191,8 @@ fn build(copy: &Path, wrong: &Wrong) -> PathBuf {
     );
     let kept = target.join("wrong-solutions/bin").join(&wrong.name);
     std::fs::create_dir_all(kept.parent().expect("a parent")).expect("mkdir");
-    std::fs::copy(target.join("debug").join(&bin), &kept).expect("keep the binary");
+    // Moved, not copied: nothing of a wrong solution stays next to the steps.
+    std::fs::rename(target.join("debug").join(&bin), &kept).expect("keep the binary");
     kept
 }
 
@@ -243,5 +244,7 @@ async fn every_wrong_solution_fails_its_steps_check_on_the_behaviour_it_breaks()
         "wrong solutions the checks did not catch as their Expect: line says:\n{}",
         missed.join("\n\n")
     );
-    let _ = std::fs::remove_dir_all(&copy);
+    // The copy and the binaries (about 100 MB each); on a failure they stay
+    // in target/wrong-solutions to look at.
+    let _ = std::fs::remove_dir_all(target_dir().join("wrong-solutions"));
 }
