@@ -10,7 +10,8 @@
 //!   behaviour checks on a real API server, one line per behaviour.
 //! * `cargo xtask prepare`: ready a machine for the workshop the day before (builds everything,
 //!   starts the control plane once, runs one check), then work offline.
-//! * `cargo xtask test`: the README's test command.
+//! * `cargo xtask test`: the README's test command (it starts with `cargo xtask setup`).
+//! * `cargo xtask setup`: install what the tests need and a fresh machine lacks.
 //! * `cargo xtask parity`: the Go-versus-Rust parity tests alone.
 //! * `cargo xtask faults`: the fault suite alone, one line per fault.
 //! * `cargo xtask bench`: figures for the book's Performance page.
@@ -60,8 +61,12 @@ enum Command {
     /// Ready a machine for the workshop, the day before: fetch crates, build the control plane,
     /// kubectl and the whole workspace, start the control plane once and run one check.
     Prepare,
-    /// Every test: builds the control plane if needed, then `cargo test --workspace`.
+    /// Every test: sets up what is missing (see `setup`), builds the control plane if needed,
+    /// then `cargo test --workspace` and the book check.
     Test,
+    /// Only the set-up `test` starts with: Chromium and musl-gcc (as root or with `sudo -n`),
+    /// Rust's musl target, the book's tools; each skipped when present.
+    Setup,
     /// Only the parity tests: Go sample-controller, Rust step 7 and step 8, same scenarios, same end state.
     Parity,
     /// Only the fault suite (tests/faults.rs): steps 7 and 8 on the local control plane while things
@@ -140,6 +145,7 @@ async fn main() -> ExitCode {
         Command::Check(args) => return exit_code(check::check(args).await),
         Command::Prepare => prepare::prepare().await,
         Command::Test => test(),
+        Command::Setup => setup::ensure_test_prerequisites(),
         Command::Parity => parity(),
         Command::Faults => faults(),
         Command::Bench(args) => bench::bench(args).await,

@@ -20,6 +20,8 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail, ensure};
 
+use crate::book::run_tool as run;
+
 /// A tool the book is built or checked with, pinned.
 #[derive(Clone, Copy, Debug)]
 pub struct BookTool {
@@ -307,15 +309,6 @@ pub fn ensure_test_prerequisites() -> Result<()> {
             started.elapsed().as_secs_f64()
         );
     }
-    Ok(())
-}
-
-fn run(command: &mut Command) -> Result<()> {
-    let shown = format!("{command:?}");
-    let status = command
-        .status()
-        .with_context(|| format!("running {shown}"))?;
-    ensure!(status.success(), "{shown} failed ({status})");
     Ok(())
 }
 

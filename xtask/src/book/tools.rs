@@ -22,7 +22,8 @@ pub(super) fn build() -> Result<()> {
     Ok(())
 }
 
-pub(super) fn run_tool(command: &mut Command) -> Result<()> {
+/// Runs `command`; an error naming it if it cannot start or fails.
+pub(crate) fn run_tool(command: &mut Command) -> Result<()> {
     let shown = format!("{command:?}");
     let status = command
         .status()
