@@ -168,21 +168,4 @@ mod tests {
             manifest("Role", "sample-controller-leader-election")
         );
     }
-
-    #[test]
-    fn each_step_needs_what_the_one_before_did_except_where_apply_replaces_update() {
-        let step = |t: &[Permission]| table(t);
-        assert!(step(STEP_1).is_subset(&step(STEP_2_TO_4)));
-        assert!(step(STEP_2_TO_4).is_subset(&step(STEP_5)));
-        assert!(step(STEP_5).is_subset(&step(STEP_6)));
-        assert!(step(STEP_6).is_subset(&step(STEP_7)));
-        let only_7: Vec<_> = step(STEP_7).difference(&step(STEP_8)).cloned().collect();
-        assert_eq!(
-            only_7,
-            [
-                "update apps deployments",
-                "update samplecontroller.k8s.io foos/status"
-            ]
-        );
-    }
 }

@@ -19,8 +19,6 @@ use crate::checks::{self, CheckScenario};
 pub struct Step {
     /// Its number: `cargo run --bin step-N`.
     pub number: u8,
-    /// What it adds, in a few words (the README's table says the same).
-    pub adds: &'static str,
     /// The reference binary: `step-5` (`steps/step-5.rs`).
     pub binary: &'static str,
     /// The chapter, in book/src.
@@ -49,7 +47,6 @@ pub struct Starter {
 pub const STEPS: &[Step] = &[
     Step {
         number: 1,
-        adds: "a client; list Foos and Deployments",
         binary: "step-1",
         chapter: "step-1.md",
         permissions: rbac::STEP_1,
@@ -59,7 +56,6 @@ pub const STEPS: &[Step] = &[
     },
     Step {
         number: 2,
-        adds: "informers: watched caches, wait for sync",
         binary: "step-2",
         chapter: "step-2.md",
         permissions: rbac::STEP_2_TO_4,
@@ -67,12 +63,11 @@ pub const STEPS: &[Step] = &[
             file: "workshop/step-2.rs",
             binary: "workshop-step-2",
         }),
-        check: checks::STEP_2_SCENARIOS,
+        check: checks::step2::SCENARIOS,
         captures: &["step-2.txt"],
     },
     Step {
         number: 3,
-        adds: "event handlers: which Foo each change concerns",
         binary: "step-3",
         chapter: "step-3.md",
         permissions: rbac::STEP_2_TO_4,
@@ -80,12 +75,11 @@ pub const STEPS: &[Step] = &[
             file: "workshop/step-3.rs",
             binary: "workshop-step-3",
         }),
-        check: checks::STEP_3_SCENARIOS,
+        check: checks::step3::SCENARIOS,
         captures: &["step-3.txt"],
     },
     Step {
         number: 4,
-        adds: "rate-limited work queue, 2 workers",
         binary: "step-4",
         chapter: "step-4.md",
         permissions: rbac::STEP_2_TO_4,
@@ -93,12 +87,11 @@ pub const STEPS: &[Step] = &[
             file: "workshop/step-4.rs",
             binary: "workshop-step-4",
         }),
-        check: checks::STEP_4_SCENARIOS,
+        check: checks::step4::SCENARIOS,
         captures: &["step-4.txt"],
     },
     Step {
         number: 5,
-        adds: "sync_handler: create, refuse, scale",
         binary: "step-5",
         chapter: "step-5.md",
         permissions: rbac::STEP_5,
@@ -106,12 +99,11 @@ pub const STEPS: &[Step] = &[
             file: "workshop/step-5.rs",
             binary: "workshop-step-5",
         }),
-        check: checks::STEP_5_SCENARIOS,
+        check: checks::step5::SCENARIOS,
         captures: &["step-5.txt"],
     },
     Step {
         number: 6,
-        adds: "status update",
         binary: "step-6",
         chapter: "step-6.md",
         permissions: rbac::STEP_6,
@@ -119,12 +111,11 @@ pub const STEPS: &[Step] = &[
             file: "workshop/step-6.rs",
             binary: "workshop-step-6",
         }),
-        check: checks::STEP_6_SCENARIOS,
+        check: checks::step6::SCENARIOS,
         captures: &["step-6.txt"],
     },
     Step {
         number: 7,
-        adds: "Events, Go's 30 s resync, graceful shutdown, spans: Go's whole program",
         binary: "step-7",
         chapter: "step-7.md",
         permissions: rbac::STEP_7,
@@ -132,12 +123,11 @@ pub const STEPS: &[Step] = &[
             file: "workshop/step-7.rs",
             binary: "workshop-step-7",
         }),
-        check: checks::STEP_7_SCENARIOS,
+        check: checks::step7::SCENARIOS,
         captures: &["step-7.txt", "step-7-events.txt"],
     },
     Step {
         number: 8,
-        adds: "the same controller the kube-rs way",
         binary: "step-8",
         chapter: "step-8.md",
         permissions: rbac::STEP_8,
@@ -145,7 +135,7 @@ pub const STEPS: &[Step] = &[
             file: "workshop/step-8.rs",
             binary: "workshop-step-8",
         }),
-        check: checks::STEP_8_SCENARIOS,
+        check: checks::step8::SCENARIOS,
         captures: &["step-8.txt", "step-8-events.txt"],
     },
 ];

@@ -87,16 +87,6 @@ fn wrong_solutions() -> Vec<Wrong> {
     all
 }
 
-fn run(command: &mut Command) {
-    let output = command.output().expect("run");
-    assert!(
-        output.status.success(),
-        "{command:?}:\n{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-}
-
 /// A copy of the repository's files (tracked, or new and not ignored) with
 /// every `step-N` binary renamed `wrong-step-N`.
 fn copy_of_the_repository() -> PathBuf {
@@ -182,7 +172,15 @@ fn build(copy: &Path, wrong: &Wrong) -> PathBuf {
         .std()
         .output()
         .expect("cargo build");
-    run(git_apply(copy).args(["-R", patch]));
+    let reverted = git_apply(copy)
+        .args(["-R", patch])
+        .status()
+        .expect("git apply -R");
+    assert!(
+        reverted.success(),
+        "{}: could not take the patch out again",
+        wrong.name
+    );
     assert!(
         built.status.success(),
         "{} does not compile:\n{}",

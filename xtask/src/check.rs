@@ -113,20 +113,16 @@ fn parse_step(text: &str) -> Result<&'static Step> {
 /// check after a `cargo build` compiles only what changed, and the other way
 /// round.
 fn build(step: &Step, reference: bool) -> Result<PathBuf> {
-    let cargo = match (reference, step.starter) {
-        (true, _) => crate::cargo(&["build", "--bin", step.binary]),
-        (false, Some(starter)) => {
-            crate::cargo(&["build", "-p", "workshop", "--bin", starter.binary])
-        }
+    let (cargo, bin) = match (reference, step.starter) {
+        (true, _) => (crate::cargo(&["build", "--bin", step.binary]), step.binary),
+        (false, Some(starter)) => (
+            crate::cargo(&["build", "-p", "workshop", "--bin", starter.binary]),
+            starter.binary,
+        ),
         (false, None) => bail!(
             "step {} has no workshop starter: check the step itself with --reference",
             step.number
         ),
-    };
-    let bin = if reference {
-        step.binary
-    } else {
-        step.starter.map(|s| s.binary).unwrap_or(step.binary)
     };
     println!("==> {cargo}");
     let status = cargo.std().status().context("running cargo build")?;

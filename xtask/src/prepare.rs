@@ -8,7 +8,6 @@
 //! the project's own step 2, stops the control plane, and says how long each
 //! part took. After it, the workshop works offline.
 
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
@@ -103,7 +102,7 @@ pub async fn prepare() -> Result<()> {
          the control plane and kubectl are in ~/.cache/sample-controller-rs/bin.\n\
          On the day: `cargo xtask cluster up` once, then `cargo xtask check step-2` (and on)."
     );
-    if !tool_installed("mdbook") {
+    if crate::setup::installed_version(crate::setup::MDBOOK.name).is_none() {
         println!(
             "To read the book in a browser (optional; book/src/*.md read fine as they are):\n  \
              {}\n  \
@@ -126,12 +125,4 @@ fn cargo(args: &[&str]) -> Result<()> {
         bail!("cargo {} failed", args.join(" "));
     }
     Ok(())
-}
-
-/// Whether `name --version` runs.
-fn tool_installed(name: &str) -> bool {
-    Command::new(name)
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
 }

@@ -520,21 +520,13 @@ where
 }
 
 mod cluster;
-mod step2;
-mod step3;
-mod step4;
-mod step5;
-mod step6;
-mod step7;
-mod step8;
-
-pub(crate) use step2::SCENARIOS as STEP_2_SCENARIOS;
-pub(crate) use step3::SCENARIOS as STEP_3_SCENARIOS;
-pub(crate) use step4::SCENARIOS as STEP_4_SCENARIOS;
-pub(crate) use step5::SCENARIOS as STEP_5_SCENARIOS;
-pub(crate) use step6::SCENARIOS as STEP_6_SCENARIOS;
-pub(crate) use step7::SCENARIOS as STEP_7_SCENARIOS;
-pub(crate) use step8::SCENARIOS as STEP_8_SCENARIOS;
+pub(crate) mod step2;
+pub(crate) mod step3;
+pub(crate) mod step4;
+pub(crate) mod step5;
+pub(crate) mod step6;
+pub(crate) mod step7;
+pub(crate) mod step8;
 
 #[cfg(test)]
 mod tests {
