@@ -51,6 +51,24 @@ impl ApiServer {
         status: u16,
         response: Value,
     ) -> Received {
+        let body = serde_json::to_vec(&response).expect("response JSON");
+        self.answer(method, path, status, body).await
+    }
+
+    /// Like [`ApiServer::expect`], answering with plain text: what a server
+    /// (or a proxy in front of it) sends for a path it does not serve.
+    pub async fn expect_text(
+        &mut self,
+        method: Method,
+        path: &str,
+        status: u16,
+        text: &str,
+    ) -> Received {
+        self.answer(method, path, status, text.as_bytes().to_vec())
+            .await
+    }
+
+    async fn answer(&mut self, method: Method, path: &str, status: u16, body: Vec<u8>) -> Received {
         let next = tokio::time::timeout(Duration::from_secs(5), self.0.next_request()).await;
         let (request, send) = next
             .unwrap_or_else(|_| panic!("timed out waiting for {method} {path}"))
@@ -77,7 +95,6 @@ impl ApiServer {
             (&method, path),
             "unexpected request: {received:#?}"
         );
-        let body = serde_json::to_vec(&response).expect("response JSON");
         send.send_response(
             Response::builder()
                 .status(StatusCode::from_u16(status).expect("status code"))

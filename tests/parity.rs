@@ -423,14 +423,17 @@ async fn settle(client: &Client, ns: &str) -> Result<Snapshot, String> {
     let mut last: Option<Snapshot> = None;
     let mut stable_since = tokio::time::Instant::now();
     loop {
-        let (snapshot, settled) = snapshot(client, ns).await;
+        let (snapshot, unsettled) = snapshot(client, ns).await;
         if last.as_ref() != Some(&snapshot) {
             stable_since = tokio::time::Instant::now();
-        } else if settled && stable_since.elapsed() >= Duration::from_secs(3) {
+        } else if unsettled.is_empty() && stable_since.elapsed() >= Duration::from_secs(3) {
             return Ok(snapshot);
         }
         if tokio::time::Instant::now() >= deadline {
-            return Err(format!("{ns} did not settle; last state: {snapshot:#?}"));
+            return Err(format!(
+                "{ns} did not settle:\n  {}\nlast state: {snapshot:#?}",
+                unsettled.join("\n  ")
+            ));
         }
         last = Some(snapshot);
         tokio::time::sleep(Duration::from_millis(500)).await;
@@ -446,8 +449,8 @@ fn is_dns_subdomain(name: &str) -> bool {
         && name.chars().all(|c| alnum(c) || c == '-' || c == '.')
 }
 
-/// The normalised state of `ns`, and whether it looks settled.
-async fn snapshot(client: &Client, ns: &str) -> (Snapshot, bool) {
+/// The normalised state of `ns`, and what keeps it from looking settled.
+async fn snapshot(client: &Client, ns: &str) -> (Snapshot, Vec<String>) {
     let all = ListParams::default();
     let foos = Api::<Foo>::namespaced(client.clone(), ns)
         .list(&all)
@@ -514,37 +517,50 @@ async fn snapshot(client: &Client, ns: &str) -> (Snapshot, bool) {
         })
         .collect();
 
-    let settled = foos
+    // What keeps each Foo from looking settled (none: settled).
+    let unsettled: Vec<String> = foos
         .iter()
         .filter(|f| !f.spec.deployment_name.is_empty())
         // A name the API server refuses for a Deployment: there will never be one.
         .filter(|f| is_dns_subdomain(&f.spec.deployment_name))
-        .all(|f| {
+        .filter_map(|f| {
+            let name = f.name_any();
             let Some(d) = deployments
                 .iter()
                 .find(|d| d.name_any() == f.spec.deployment_name)
             else {
-                return false;
+                return Some(format!("{name}: no Deployment {}", f.spec.deployment_name));
             };
             let controlled = sample_controller::deployment::is_controlled_by(d, f);
             if !controlled {
-                return event_view.iter().any(|(name, _, reason, _)| {
-                    *name == f.name_any() && reason == "ErrResourceExists"
+                let refused = event_view.iter().any(|(foo, _, reason, _)| {
+                    *foo == name && reason == "ErrResourceExists"
+                });
+                return (!refused).then(|| {
+                    format!("{name}: its Deployment is not controlled by it, and no ErrResourceExists Event yet")
                 });
             }
             let status = d.status.clone().unwrap_or_default();
-            let rolled_out = status.available_replicas.unwrap_or(0)
-                == d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
-            let reported = f.status.as_ref().map(|s| s.available_replicas)
-                == Some(status.available_replicas.unwrap_or(0));
-            rolled_out && reported
-        });
+            let available = status.available_replicas.unwrap_or(0);
+            let wanted = d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
+            let reported = f.status.as_ref().map(|s| s.available_replicas);
+            if available != wanted {
+                Some(format!("{name}: its Deployment has {available} of {wanted} available"))
+            } else if reported != Some(available) {
+                Some(format!(
+                    "{name}: its status says {reported:?} available, its Deployment {available}"
+                ))
+            } else {
+                None
+            }
+        })
+        .collect();
     let snapshot = Snapshot {
         foos: serde_json::to_value(foo_view).unwrap(),
         deployments: serde_json::to_value(deployment_view).unwrap(),
         events: serde_json::to_value(event_view).unwrap(),
     };
-    (snapshot, settled)
+    (snapshot, unsettled)
 }
 
 #[tokio::test]

@@ -11,7 +11,7 @@
 //! (`src/workqueue.rs`), which kube-runtime does not have
 //! (<https://github.com/kube-rs/kube/issues/1916>).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -182,8 +182,8 @@ where
             }
             Ok(watcher::Event::InitDone) => {
                 synced.send_replace(true);
-                let mut out = vec![Ok(watcher::Event::InitDone)];
-                out.append(&mut held);
+                let mut out = std::mem::take(&mut held);
+                out.push(Ok(watcher::Event::InitDone));
                 out
             }
             other => vec![other],
@@ -480,9 +480,19 @@ async fn report_none_available(ctx: &Context, foo: &Foo) -> Result<Option<Foo>, 
         .await
     {
         Ok(stored) => Ok(Some(stored)),
-        Err(kube::Error::Api(status)) if status.code == 404 => Ok(None),
+        Err(kube::Error::Api(status)) if status.code == 404 && names_foo(&status, foo) => Ok(None),
         Err(err) => Err(err.into()),
     }
+}
+
+/// Whether a 404 says that this Foo is gone, rather than that the server does
+/// not serve Foos at that moment (a plain `404 page not found`, with no
+/// details): only the first is a reason to create nothing.
+fn names_foo(status: &kube::core::Status, foo: &Foo) -> bool {
+    status
+        .details
+        .as_ref()
+        .is_some_and(|details| details.name == foo.name_any() && details.kind == "foos")
 }
 // ANCHOR_END: sync
 
@@ -565,26 +575,73 @@ async fn update_foo_status(
 /// only `availableReplicas` matters here, so the others reconcile nothing.
 /// Written out rather than `predicate_filter`, which would also drop a
 /// delete (its hash is that of the last update).
+///
+/// A Deployment deleted while the watch was down never comes as a delete:
+/// the relist that follows simply leaves it out, and kube's store drops it
+/// without a word. Each one that was seen before and is missing from a
+/// relist is passed on as deleted, so its Foo is reconciled. Go: the
+/// informer's `DeletedFinalStateUnknown`, which reaches `handleObject`.
 fn relevant_changes(
     events: impl Stream<Item = Result<watcher::Event<Deployment>, watcher::Error>> + Send,
 ) -> impl Stream<Item = Result<Deployment, watcher::Error>> + Send {
-    let mut seen: HashMap<ObjectRef<Deployment>, u64> = HashMap::new();
-    events.filter_map(move |event| {
+    // Per Deployment: the hash of what matters, and who owns it.
+    let mut seen: HashMap<ObjectRef<Deployment>, (u64, Deployment)> = HashMap::new();
+    // The Deployments of the relist under way, if one is.
+    let mut relisted: Option<HashSet<ObjectRef<Deployment>>> = None;
+    events.flat_map(move |event| {
         let relevant = match event {
             Ok(watcher::Event::Apply(d) | watcher::Event::InitApply(d)) => {
                 let key = ObjectRef::from(&d);
+                if let Some(listed) = relisted.as_mut() {
+                    listed.insert(key.clone());
+                }
                 let hash = relevance(&d);
-                (seen.insert(key, hash) != Some(hash)).then_some(Ok(d))
+                let before = seen.insert(key, (hash, owners_of(&d)));
+                if before.is_some_and(|(h, _)| h == hash) {
+                    Vec::new()
+                } else {
+                    vec![Ok(d)]
+                }
             }
             Ok(watcher::Event::Delete(d)) => {
                 seen.remove(&ObjectRef::from(&d));
-                Some(Ok(d))
+                vec![Ok(d)]
             }
-            Ok(watcher::Event::Init | watcher::Event::InitDone) => None,
-            Err(err) => Some(Err(err)),
+            Ok(watcher::Event::Init) => {
+                relisted = Some(HashSet::new());
+                Vec::new()
+            }
+            Ok(watcher::Event::InitDone) => {
+                let listed = relisted.take().unwrap_or_default();
+                let vanished: Vec<_> = seen
+                    .keys()
+                    .filter(|key| !listed.contains(*key))
+                    .cloned()
+                    .collect();
+                vanished
+                    .iter()
+                    .filter_map(|key| seen.remove(key))
+                    .map(|(_, owners)| Ok(owners))
+                    .collect()
+            }
+            Err(err) => vec![Err(err)],
         };
-        future::ready(relevant)
+        stream::iter(relevant)
     })
+}
+
+/// What `owns` needs of a Deployment to find its Foos: its name, namespace
+/// and owner references.
+fn owners_of(deployment: &Deployment) -> Deployment {
+    Deployment {
+        metadata: ObjectMeta {
+            name: deployment.metadata.name.clone(),
+            namespace: deployment.metadata.namespace.clone(),
+            owner_references: deployment.metadata.owner_references.clone(),
+            ..ObjectMeta::default()
+        },
+        ..Deployment::default()
+    }
 }
 
 /// A hash of what `reconcile` reads from a Deployment.
@@ -848,7 +905,8 @@ mod tests {
         let ctx = context(client, vec![]);
         let gone = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
                           "message": "foos.samplecontroller.k8s.io \"test\" not found",
-                          "reason": "NotFound", "code": 404});
+                          "reason": "NotFound", "code": 404,
+                          "details": {"name": "test", "group": "samplecontroller.k8s.io", "kind": "foos"}});
         let expected = none_available(&foo);
         let api = tokio::spawn(async move {
             let status = server.expect(Method::PATCH, FOO_STATUS, 404, gone).await;
@@ -856,6 +914,24 @@ mod tests {
             server.expect_silence().await; // no create, no Event
         });
         reconcile(Arc::new(foo), ctx).await.unwrap();
+        api.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_404_that_does_not_name_the_foo_is_retried_not_taken_for_a_deleted_foo() {
+        // What a server answers for a path it does not serve (yet): plain
+        // text, which kube turns into a Status without details.
+        let foo = foo("test", Some(1));
+        let (client, mut server) = mock_client();
+        let ctx = context(client, vec![]);
+        let api = tokio::spawn(async move {
+            server
+                .expect_text(Method::PATCH, FOO_STATUS, 404, "404 page not found")
+                .await;
+            server.expect_silence().await; // no create, no Event
+        });
+        let err = reconcile(Arc::new(foo), ctx).await.unwrap_err();
+        assert!(err.to_string().contains("404 page not found"), "{err}");
         api.await.unwrap();
     }
 
@@ -1213,5 +1289,43 @@ mod tests {
             .await;
         // The listed object, the available replica, the delete.
         assert_eq!(passed, [Some(0), Some(1), Some(1)]);
+    }
+
+    #[tokio::test]
+    async fn a_deployment_missing_from_a_relist_triggers_its_foo_as_a_delete_would() {
+        use watcher::Event::*;
+        let kept = stored(new_deployment(&foo("kept", Some(1))), 0);
+        let gone = stored(new_deployment(&foo("gone", Some(1))), 0);
+        let events = futures::stream::iter(
+            [
+                Init,
+                InitApply(kept.clone()),
+                InitApply(gone.clone()),
+                InitDone,
+                // The watch was down while `gone` was deleted: the relist
+                // leaves it out, and nothing else says so.
+                Init,
+                InitApply(kept.clone()),
+                InitDone,
+                // A later relist without `kept` and without `gone`: only
+                // `kept` is news (`gone` was reported once already).
+                Init,
+                InitDone,
+            ]
+            .map(Ok),
+        );
+        let passed: Vec<_> = relevant_changes(events)
+            .map(|d| {
+                let d = d.unwrap();
+                let owner = d.owner_references()[0].name.clone();
+                (d.name_any(), owner)
+            })
+            .collect()
+            .await;
+        let named = |d: &Deployment| (d.name_any(), d.owner_references()[0].name.clone());
+        assert_eq!(
+            passed,
+            [named(&kept), named(&gone), named(&gone), named(&kept)]
+        );
     }
 }
