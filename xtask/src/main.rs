@@ -144,7 +144,7 @@ async fn main() -> ExitCode {
         Command::Demo => demo::demo().await,
         Command::Check(args) => return exit_code(check::check(args).await),
         Command::Prepare => prepare::prepare().await,
-        Command::Test => test(),
+        Command::Test => test().await,
         Command::Setup => setup::ensure_test_prerequisites(),
         Command::Parity => parity(),
         Command::Faults => faults(),
@@ -189,8 +189,8 @@ fn repo_root() -> PathBuf {
 /// The README's test command: what a fresh machine lacks (system packages,
 /// the musl target, the book's tools; see `setup`), the control-plane
 /// binaries (so their build shows its progress), then every test of the
-/// workspace and the book check.
-fn test() -> Result<()> {
+/// workspace, the captures re-run and compared, and the book check.
+async fn test() -> Result<()> {
     setup::ensure_test_prerequisites()?;
     println!(
         "==> Control-plane binaries (built once into ~/.cache/sample-controller-rs; a first build takes 15-20 minutes on 2 cores)"
@@ -209,6 +209,14 @@ fn test() -> Result<()> {
     }
     println!("==> The fault suite (tests/faults.rs, run above)");
     print_fault_report()?;
+    println!(
+        "==> cargo xtask book outputs --check (every capture re-run against a new control plane and compared with the committed one)"
+    );
+    book::run(book::BookCommand::Outputs {
+        only: Vec::new(),
+        check: true,
+    })
+    .await?;
     println!(
         "==> cargo xtask book check (includes, anchors, links, pinned Go links, diagrams in Chromium)"
     );

@@ -45,7 +45,7 @@ const OTHER_OUTPUT_FILES: &[&str] = &[
 ];
 
 /// Every capture: each step's (the step registry says which) and the others.
-fn output_files() -> Vec<&'static str> {
+pub(super) fn output_files() -> Vec<&'static str> {
     testcluster::steps::STEPS
         .iter()
         .flat_map(|s| s.captures.iter().copied())
@@ -55,7 +55,10 @@ fn output_files() -> Vec<&'static str> {
 
 /// Runs every scenario (or those writing `only`) against one fresh control
 /// plane and writes the transcripts.
-pub(super) async fn outputs(only: &[String]) -> Result<()> {
+///
+/// With `check`, writes into target/outputs-fresh instead and then compares
+/// each new capture with the committed one ([`super::fresh`]).
+pub(super) async fn outputs(only: &[String], check: bool) -> Result<()> {
     for name in only {
         ensure!(
             output_files().contains(&name.as_str()),
@@ -69,7 +72,16 @@ pub(super) async fn outputs(only: &[String]) -> Result<()> {
     let build = crate::cargo(&["build", "--bins", "--examples"]);
     println!("==> {build}");
     run_tool(&mut build.std())?;
-    let out = book_dir().join("src/outputs");
+    let committed = book_dir().join("src/outputs");
+    let out = if check {
+        let fresh = root.join("target/outputs-fresh");
+        if fresh.exists() {
+            std::fs::remove_dir_all(&fresh)?;
+        }
+        fresh
+    } else {
+        committed.clone()
+    };
     std::fs::create_dir_all(&out)?;
     // Needs no cluster; reuses the build tests/image.rs made, if current.
     if wanted("musl-binary.txt") {
@@ -81,7 +93,11 @@ pub(super) async fn outputs(only: &[String]) -> Result<()> {
         .all(|f| *f == "musl-binary.txt" || !wanted(f))
     {
         println!("Wrote {} in {:.0?}", rel(&out), started.elapsed());
-        return Ok(());
+        return if check {
+            compare(&committed, &out)
+        } else {
+            Ok(())
+        };
     }
     println!("==> Starting a local control plane");
     let cp = ControlPlane::start(Options::default()).await?;
@@ -176,6 +192,46 @@ pub(super) async fn outputs(only: &[String]) -> Result<()> {
         write(&out, "leader-lost.txt", &env, lines)?;
     }
     println!("Wrote {} in {:.0?}", rel(&out), started.elapsed());
+    drop(cp);
+    if check {
+        compare(&committed, &out)
+    } else {
+        Ok(())
+    }
+}
+
+/// Compares each capture in `fresh` with the committed one of that name.
+fn compare(committed: &Path, fresh: &Path) -> Result<()> {
+    let mut stale = Vec::new();
+    let mut names: Vec<_> = std::fs::read_dir(fresh)?
+        .map(|entry| entry.map(|e| e.file_name().to_string_lossy().into_owned()))
+        .collect::<Result<_, _>>()?;
+    names.sort();
+    for name in &names {
+        let read = |dir: &Path| {
+            let path = dir.join(name);
+            std::fs::read_to_string(&path).with_context(|| format!("reading {}", rel(&path)))
+        };
+        match super::fresh::differences(name, &read(committed)?, &read(fresh)?) {
+            None => println!("    {name}: current"),
+            Some(report) => {
+                println!("    {name}: STALE\n{report}");
+                stale.push(name.as_str());
+            }
+        }
+    }
+    ensure!(
+        stale.is_empty(),
+        "{} of {} captures no longer say what their scenario prints: {}. \
+         Look at the differences above; if the new runs are right, write them with \
+         `cargo xtask book outputs {}` (the new runs are in {})",
+        stale.len(),
+        names.len(),
+        stale.join(", "),
+        stale.join(" "),
+        rel(fresh)
+    );
+    println!("All {} captures are current.", names.len());
     Ok(())
 }
 

@@ -5,7 +5,9 @@
 //!   `book/src/outputs/*.txt`, the output blocks the chapters include (only
 //!   the files named, if any). "Running in a cluster" adds two replicas of
 //!   step 8 handing the leader Lease over, `/metrics`, missing RBAC, and the
-//!   static musl binary.
+//!   static musl binary. With `--check` it writes into target/outputs-fresh
+//!   instead and fails when a committed capture is stale (fresh.rs says what
+//!   counts as the same).
 //! * `build`: `mdbook-mermaid install book` (regenerates the gitignored
 //!   mermaid JS), then `mdbook build book`.
 //! * `check`: source checks (every include and anchor resolves, every step has
@@ -22,12 +24,14 @@
 //! The module's files, one job each: `tools.rs` (the pinned mdBook tools,
 //! what installs them, `build`), `check.rs` (`check` and its helpers),
 //! `runit.rs` (the step chapters' "Run it" blocks against their captures),
+//! `fresh.rs` (a committed capture against a new run of it),
 //! `capture.rs` (the machinery of `outputs`: the list of files, writing them,
 //! the transcript of a step run) and `scenarios/` (one capture a file of
 //! `book/src/outputs/`).
 
 mod capture;
 mod check;
+mod fresh;
 mod runit;
 mod scenarios;
 mod tools;
@@ -47,6 +51,10 @@ pub enum BookCommand {
     Outputs {
         /// Write only these files (e.g. `leader-lost.txt`); all of them if none is named.
         only: Vec<String>,
+        /// Write nothing in the book: capture into target/outputs-fresh and fail
+        /// if a committed capture no longer says what the new run printed.
+        #[arg(long)]
+        check: bool,
     },
     /// Build the book into book/book (mdbook-mermaid install, then mdbook build).
     Build,
@@ -57,7 +65,7 @@ pub enum BookCommand {
 /// Runs a `cargo xtask book` subcommand.
 pub async fn run(command: BookCommand) -> Result<()> {
     match command {
-        BookCommand::Outputs { only } => capture::outputs(&only).await,
+        BookCommand::Outputs { only, check } => capture::outputs(&only, check).await,
         BookCommand::Build => {
             require_tools(&[MDBOOK, MDBOOK_MERMAID], false)?;
             tools::build()
