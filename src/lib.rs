@@ -14,9 +14,6 @@ pub mod types;
 
 pub use types::{Foo, FooSpec, FooStatus};
 
-/// The Go sample-controller release this port follows; every link in code
-/// comments and in the book points at this tag.
-pub const GO_SOURCE_TAG: &str = "v0.36.3";
 pub mod controller;
 // The step8 crate's unit tests use these too (its dev-dependency on this
 // crate turns the feature on).

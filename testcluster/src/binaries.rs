@@ -19,16 +19,11 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, anyhow, bail};
 
-/// Kubernetes version of kube-apiserver, kube-controller-manager, kube-scheduler and
-/// kubectl (must match `controlplane/kubernetes/go.mod`).
-pub const KUBERNETES_VERSION: &str = "v1.36.3";
-/// etcd version (must match `controlplane/etcd/go.mod`).
-pub const ETCD_VERSION: &str = "v3.6.16";
-/// kwok version (must match `controlplane/kwok/go.mod`).
-pub const KWOK_VERSION: &str = "v0.8.0";
-/// Go sample-controller version, the original this project ports (must match
-/// `controlplane/sample-controller/go.mod`).
-pub const SAMPLE_CONTROLLER_VERSION: &str = "v0.36.3";
+// KUBERNETES_VERSION, STAGING_VERSION, SAMPLE_CONTROLLER_VERSION,
+// KUBERNETES_MINOR, K8S_OPENAPI_FEATURE, ETCD_VERSION, KWOK_VERSION: written by
+// build.rs from versions.toml at the repository root (the `controlplane/*/go.mod`
+// wrapper modules must require the same versions: see the tests below).
+include!(concat!(env!("OUT_DIR"), "/versions.rs"));
 
 /// One of the programs the control plane is made of.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -75,7 +70,7 @@ impl Binary {
         }
     }
 
-    /// Pinned version, e.g. `v1.36.3`.
+    /// Pinned version (versions.toml).
     pub fn version(self) -> &'static str {
         match self.component() {
             "etcd" => ETCD_VERSION,
@@ -486,25 +481,31 @@ mod tests {
     #[test]
     fn kubernetes_builds_are_version_stamped() {
         let flags = Binary::KubeScheduler.ldflags();
-        assert!(flags.contains("-X k8s.io/component-base/version.gitVersion=v1.36.3"));
-        assert!(flags.contains("-X k8s.io/client-go/pkg/version.gitMinor=36"));
+        assert!(flags.contains(&format!(
+            "-X k8s.io/component-base/version.gitVersion={KUBERNETES_VERSION}"
+        )));
+        let minor = KUBERNETES_MINOR.trim_start_matches("1.");
+        assert!(flags.contains(&format!("-X k8s.io/client-go/pkg/version.gitMinor={minor}")));
         assert_eq!(Binary::Etcd.ldflags(), "-s -w");
     }
 
     #[test]
     fn module_errors_name_the_module() {
-        let stderr = "go: downloading k8s.io/foo v0.36.3\n\
-                      go: k8s.io/foo@v0.36.3: reading https://proxy.golang.org/k8s.io/foo/@v/v0.36.3.mod: 404 Not Found\n";
+        let stderr = "go: downloading k8s.io/foo v0.99.0\n\
+                      go: k8s.io/foo@v0.99.0: reading https://proxy.golang.org/k8s.io/foo/@v/v0.99.0.mod: 404 Not Found\n";
         let err = explain_go_failure(Binary::KubeApiserver, stderr).to_string();
         assert!(
-            err.contains("could not fetch module k8s.io/foo@v0.36.3"),
+            err.contains("could not fetch module k8s.io/foo@v0.99.0"),
             "{err}"
         );
-        let stderr =
-            "go: downloading sigs.k8s.io/kwok v0.8.0\nmodule lookup disabled by GOPROXY=off\n";
-        let err = explain_go_failure(Binary::Kwok, stderr).to_string();
+        let stderr = format!(
+            "go: downloading sigs.k8s.io/kwok {KWOK_VERSION}\nmodule lookup disabled by GOPROXY=off\n"
+        );
+        let err = explain_go_failure(Binary::Kwok, &stderr).to_string();
         assert!(
-            err.contains("could not fetch module sigs.k8s.io/kwok@v0.8.0"),
+            err.contains(&format!(
+                "could not fetch module sigs.k8s.io/kwok@{KWOK_VERSION}"
+            )),
             "{err}"
         );
     }

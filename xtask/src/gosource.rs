@@ -2,7 +2,7 @@
 //! time, and the range check of every Go excerpt and Go link.
 //!
 //! Nothing Go is stored in `book/src`: the Go lines come from the pinned
-//! module (`k8s.io/sample-controller@GO_SOURCE_TAG`) in Go's module cache,
+//! module (`k8s.io/sample-controller@SAMPLE_CONTROLLER_VERSION`, from versions.toml) in Go's module cache,
 //! found with `go mod download -json` and remembered in
 //! `target/book-gosource/`.
 //!
@@ -70,13 +70,13 @@ use anyhow::{Context, Result, bail, ensure};
 use clap::Subcommand;
 use serde_json::Value;
 
-/// The Go module the book quotes, at `sample_controller::GO_SOURCE_TAG`.
+/// The Go module the book quotes, at `testcluster::binaries::SAMPLE_CONTROLLER_VERSION`.
 pub const GO_MODULE: &str = "k8s.io/sample-controller";
 const REPO_URL: &str = "https://github.com/kubernetes/sample-controller";
 const DIRECTIVE: &str = "{{#go ";
 
 fn tag() -> &'static str {
-    sample_controller::GO_SOURCE_TAG
+    testcluster::binaries::SAMPLE_CONTROLLER_VERSION
 }
 
 fn blob_url(path: &str) -> String {

@@ -158,8 +158,8 @@ mod tests {
     fn paths_are_written_for_double_quotes() {
         let home = Some(Path::new("/home/me"));
         assert_eq!(
-            in_double_quotes(Path::new("/home/me/.cache/x-v1.36.3"), home),
-            "$HOME/.cache/x-v1.36.3"
+            in_double_quotes(Path::new("/home/me/.cache/x-v1.2.3"), home),
+            "$HOME/.cache/x-v1.2.3"
         );
         assert_eq!(
             in_double_quotes(Path::new("/srv/a b/$x\"q\""), home),

@@ -206,7 +206,7 @@ fn check_step_chapters(src: &Path) -> Result<Vec<String>> {
 
 /// Every link to the Go sample-controller is pinned to the tag the port follows.
 fn check_go_links(pages: &BTreeMap<PathBuf, String>) -> Vec<String> {
-    let tag = sample_controller::GO_SOURCE_TAG;
+    let tag = testcluster::binaries::SAMPLE_CONTROLLER_VERSION;
     let prefix = "github.com/kubernetes/sample-controller";
     let mut failures = Vec::new();
     let mut count = 0;

@@ -1,0 +1,81 @@
+//! Turns `versions.toml` at the repository root into the constants of
+//! `src/binaries.rs`: the one place each version is written.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+fn main() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../versions.toml");
+    println!("cargo::rerun-if-changed={}", path.display());
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|err| panic!("reading {}: {err}", path.display()));
+    let versions = parse(&text).unwrap_or_else(|err| panic!("{}: {err}", path.display()));
+    let get = |key: &str| {
+        versions
+            .get(key)
+            .unwrap_or_else(|| panic!("{}: no `{key} = \"…\"`", path.display()))
+    };
+    let kubernetes = get("kubernetes");
+    let (minor, patch) = kubernetes
+        .strip_prefix("1.")
+        .and_then(|rest| rest.split_once('.'))
+        .unwrap_or_else(|| panic!("kubernetes = \"{kubernetes}\" is not 1.<minor>.<patch>"));
+    let consts = [
+        (
+            "KUBERNETES_VERSION",
+            format!("v{kubernetes}"),
+            "Kubernetes version of kube-apiserver, kube-controller-manager, kube-scheduler and kubectl.",
+        ),
+        (
+            "STAGING_VERSION",
+            format!("v0.{minor}.{patch}"),
+            "The same release's staging modules: client-go, apimachinery, the Go sample-controller.",
+        ),
+        (
+            "SAMPLE_CONTROLLER_VERSION",
+            format!("v0.{minor}.{patch}"),
+            "The Go sample-controller this project ports (a staging module of that release).",
+        ),
+        (
+            "KUBERNETES_MINOR",
+            format!("1.{minor}"),
+            "The minor release, as the book says it (`1.36`).",
+        ),
+        (
+            "K8S_OPENAPI_FEATURE",
+            format!("v1_{minor}"),
+            "The k8s-openapi feature of that minor release.",
+        ),
+        ("ETCD_VERSION", format!("v{}", get("etcd")), "etcd version."),
+        ("KWOK_VERSION", format!("v{}", get("kwok")), "kwok version."),
+    ];
+    let mut out = String::new();
+    for (name, value, doc) in consts {
+        out.push_str(&format!(
+            "/// {doc} From `versions.toml`.\npub const {name}: &str = {value:?};\n"
+        ));
+    }
+    let dest = Path::new(&std::env::var("OUT_DIR").expect("OUT_DIR")).join("versions.rs");
+    std::fs::write(&dest, out).expect("writing versions.rs");
+}
+
+/// `key = "value"` lines; `#` comments and blank lines skipped.
+fn parse(text: &str) -> Result<BTreeMap<String, String>, String> {
+    let mut map = BTreeMap::new();
+    for (n, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let (key, value) = line
+            .split_once('=')
+            .ok_or_else(|| format!("line {}: not `key = \"value\"`", n + 1))?;
+        let value = value.trim();
+        let value = value
+            .strip_prefix('"')
+            .and_then(|v| v.strip_suffix('"'))
+            .ok_or_else(|| format!("line {}: the value is not quoted", n + 1))?;
+        map.insert(key.trim().to_string(), value.to_string());
+    }
+    Ok(map)
+}

@@ -1,0 +1,223 @@
+//! Every version of Kubernetes, its Go modules, etcd and kwok that the
+//! repository names is the one `versions.toml` declares: Go links pinned to a
+//! tag, module paths, the wrapper modules' requirements, cache directories in
+//! the book, k8s-openapi's feature in each Cargo.toml, captures, prose. A move
+//! to the next release is an edit of versions.toml, then of what this lists.
+//!
+//! It reads every file `git ls-files` lists, except the lock files (`Cargo.lock`,
+//! `go.sum`) and the wrapper modules' `go.mod` (their dependencies have
+//! versions of their own; `binaries::tests` checks what they require).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::LazyLock;
+
+use regex::Regex;
+use testcluster::binaries::{
+    ETCD_VERSION, K8S_OPENAPI_FEATURE, KUBERNETES_VERSION, KWOK_VERSION, STAGING_VERSION,
+};
+
+/// The staging modules of a Kubernetes release that this project names.
+const STAGING: &str = "sample-controller|client-go|apimachinery|api|code-generator|apiextensions-apiserver|apiserver|component-base";
+
+/// A way the repository names a version: the pattern (its first group is the
+/// version), the version it must be, and what it is.
+struct Rule {
+    pattern: Regex,
+    wanted: &'static str,
+    what: &'static str,
+}
+
+static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
+    let rule = |pattern: &str, wanted, what| Rule {
+        pattern: Regex::new(pattern).expect("a valid pattern"),
+        wanted,
+        what,
+    };
+    vec![
+        rule(
+            r"github\.com/kubernetes/kubernetes/(?:blob|tree)/(v[0-9][0-9.]*[0-9])",
+            KUBERNETES_VERSION,
+            "a link into kubernetes/kubernetes",
+        ),
+        rule(
+            &format!(r"github\.com/kubernetes/(?:{STAGING})/(?:blob|tree)/(v[0-9][0-9.]*[0-9])"),
+            STAGING_VERSION,
+            "a link into a staging repository",
+        ),
+        rule(
+            &format!(r"k8s\.io/(?:{STAGING})(?:/[\w./-]*)?[@ ](v[0-9]+\.[0-9]+\.[0-9]+)"),
+            STAGING_VERSION,
+            "a staging module",
+        ),
+        rule(
+            r"k8s\.io/kubernetes[@ ](v[0-9]+\.[0-9]+\.[0-9]+)",
+            KUBERNETES_VERSION,
+            "the k8s.io/kubernetes module",
+        ),
+        rule(
+            r"(?:sample-controller|client-go)[ -]+(v0\.[0-9]+\.[0-9]+)",
+            STAGING_VERSION,
+            "the Go sample-controller or client-go",
+        ),
+        rule(
+            r"(?i:kubernetes|kube-apiserver|kubectl|kube-controller-manager|kube-scheduler)[ -]+(v?1\.[0-9]+\.[0-9]+)",
+            KUBERNETES_VERSION,
+            "a Kubernetes binary or release",
+        ),
+        // Any other v0.2x–v0.4x or v1.2x–v1.4x is one of these releases
+        // ("pinned to v0.36.3"), unless a crate of that version is named
+        // right before it (a build's timings name `k8s-openapi v0.29.0`).
+        rule(
+            r"(?:^|[^\w.-])(v0\.(?:2[0-9]|3[0-9]|4[0-9])\.[0-9]+)\b",
+            STAGING_VERSION,
+            "a Kubernetes staging module's version",
+        ),
+        rule(
+            r"(?:^|[^\w.-])(v1\.(?:2[0-9]|3[0-9]|4[0-9])\.[0-9]+)\b",
+            KUBERNETES_VERSION,
+            "a Kubernetes version",
+        ),
+        rule(
+            r"etcd[\w/ .`-]{0,24}?[ /-](v?3\.[0-9]+\.[0-9]+)",
+            ETCD_VERSION,
+            "etcd",
+        ),
+        rule(
+            r"kwok[\w/ .@`-]{0,24}?[ @/-](v?0\.[0-9]+\.[0-9]+)",
+            KWOK_VERSION,
+            "kwok",
+        ),
+        rule(
+            r#"k8s-openapi\s*=.*features\s*=\s*\[[^\]]*"(v1_[0-9]+)""#,
+            K8S_OPENAPI_FEATURE,
+            "k8s-openapi's Kubernetes feature",
+        ),
+    ]
+});
+
+/// Crates whose versions look like a Kubernetes module's: a version right
+/// after one of these is theirs.
+const OTHER_PROJECTS: &[&str] = &["k8s-openapi ", "rustls "];
+
+/// Text that names another version on purpose: (file, text, why).
+const ELSEWHERE: &[(&str, &str, &str)] = &[(
+    "controlplane/README.md",
+    "kwok uses\n`k8s.io/client-go v0.36.1`",
+    "kwok's own dependency, the reason the wrapper modules are kept apart",
+)];
+
+/// Every version the rules find in `text` that is not the wanted one:
+/// (line number, the version, what it is, what it should be).
+fn disagreements(text: &str) -> Vec<(usize, String, &'static str, &'static str)> {
+    // By where the version starts: two rules may find the same one.
+    let mut found = std::collections::BTreeMap::new();
+    for rule in RULES.iter() {
+        for m in rule.pattern.captures_iter(text) {
+            let Some(version) = m.get(1) else { continue };
+            let named = version.as_str();
+            let theirs = OTHER_PROJECTS
+                .iter()
+                .any(|p| text[..version.start()].ends_with(p));
+            if !theirs && named.trim_start_matches('v') != rule.wanted.trim_start_matches('v') {
+                let line = text[..version.start()].lines().count().max(1);
+                found.entry(version.start()).or_insert((
+                    line,
+                    named.to_string(),
+                    rule.what,
+                    rule.wanted,
+                ));
+            }
+        }
+    }
+    found.into_values().collect()
+}
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("testcluster/ is in the repository")
+        .to_path_buf()
+}
+
+#[test]
+fn every_version_the_repository_names_is_the_one_versions_toml_declares() {
+    let listed = Command::new("git")
+        .args(["ls-files", "-z"])
+        .current_dir(root())
+        .output()
+        .expect("git ls-files");
+    assert!(listed.status.success(), "git ls-files failed");
+    let files: Vec<String> = String::from_utf8_lossy(&listed.stdout)
+        .split('\0')
+        .filter(|f| !f.is_empty())
+        .filter(|f| !f.ends_with("Cargo.lock") && !f.ends_with("go.sum"))
+        .filter(|f| !(f.starts_with("controlplane/") && f.ends_with("go.mod")))
+        .map(str::to_string)
+        .collect();
+    assert!(files.len() > 100, "only {} files listed", files.len());
+
+    let mut wrong = Vec::new();
+    let mut checked = 0;
+    for file in &files {
+        let Ok(mut text) = std::fs::read_to_string(root().join(file)) else {
+            continue; // not text (an image), or deleted in the work tree
+        };
+        for (_, said, _) in ELSEWHERE.iter().filter(|(f, ..)| f == file) {
+            assert!(
+                text.contains(said),
+                "{file} no longer says {said:?}: remove it from ELSEWHERE"
+            );
+            text = text.replace(said, "");
+        }
+        checked += 1;
+        for (line, version, what, wanted) in disagreements(&text) {
+            wrong.push(format!("{file}:{line}: {what} at {version}, not {wanted}"));
+        }
+    }
+    assert!(checked > 100, "only {checked} text files read");
+    assert!(
+        wrong.is_empty(),
+        "{} places name another version than versions.toml:\n{}",
+        wrong.len(),
+        wrong.join("\n")
+    );
+}
+
+#[test]
+fn each_rule_rejects_another_version() {
+    // Versions older than any this project was built on.
+    let wrong = [
+        "https://github.com/kubernetes/sample-controller/blob/v0.20.1/controller.go#L1-L2",
+        "https://github.com/kubernetes/kubernetes/blob/v1.20.1/cmd/kube-controller-manager/app/controllermanager.go",
+        "go mod download -json k8s.io/sample-controller@v0.20.0",
+        "\tk8s.io/client-go v0.20.1 // indirect",
+        "k8s.io/kubernetes v1.20.2",
+        "Go sample-controller v0.20.1",
+        "~/.cache/sample-controller-rs/bin/kubernetes-v1.20.1/kubectl",
+        "go.etcd.io/etcd/server/v3 v3.0.1",
+        "etcd-v3.0.2",
+        "| etcd | `go.etcd.io/etcd/server/v3` v3.0.1 via `controlplane/etcd` |",
+        "| kwok | `sigs.k8s.io/kwok` v0.0.9 via `controlplane/kwok` |",
+        "each explained against the Go source (pinned to **v0.20.1**)",
+        "`k8s.io/kubernetes` v1.20.1 via the wrapper module",
+        "sigs.k8s.io/kwok v0.0.7",
+        r#"k8s-openapi = { version = "0.29.0", features = ["v1_20"] }"#,
+    ];
+    for line in wrong {
+        assert_eq!(disagreements(line).len(), 1, "not caught: {line}");
+    }
+    let right = [
+        format!("https://github.com/kubernetes/sample-controller/blob/{STAGING_VERSION}/main.go"),
+        format!("kubernetes-{KUBERNETES_VERSION}/kubectl"),
+        format!("go.etcd.io/etcd/server/v3 {ETCD_VERSION}"),
+        format!("sigs.k8s.io/kwok {KWOK_VERSION}"),
+        format!(r#"k8s-openapi = {{ version = "0.29.0", features = ["{K8S_OPENAPI_FEATURE}"] }}"#),
+        // Other versions of other things.
+        "k8s-openapi v0.29.0, rustls v0.23.46, Kubernetes 1.33 ships with WatchList off"
+            .to_string(),
+    ];
+    for line in &right {
+        assert_eq!(disagreements(line), [], "{line}");
+    }
+}
