@@ -116,6 +116,15 @@ pub(crate) fn kube_controller_manager(pki: &Pki, kubeconfig: &Path, port: u16) -
         // All controllers share the admin identity: no per-controller ServiceAccount tokens
         // to mint at start-up, which keeps the start fast and simple.
         "--use-service-account-credentials=false".into(),
+        // The fake node's heartbeat is kwok's Lease renewal, which can lapse for
+        // tens of seconds around a kube-apiserver restart (the parity and fault
+        // suites restart it). After the default grace period the node lifecycle
+        // controller marks the node NotReady and its pods' Ready condition
+        // False; a real kubelet would report them Ready again, kwok's stages do
+        // not, so those Deployments never became available again (seen in CI:
+        // three of 20 Deployments at 0 available for 240 s after the restart).
+        // Five minutes outlasts any outage a test makes.
+        "--node-monitor-grace-period=5m".into(),
     ]);
     args
 }

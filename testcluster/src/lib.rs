@@ -429,6 +429,19 @@ impl ControlPlane {
             .await
     }
 
+    /// Stops kwok (by PID), the fake kubelet: the fake node's Lease is no
+    /// longer renewed, as when a node loses touch with the control plane.
+    /// Start it again with [`ControlPlane::start_kwok`].
+    pub fn stop_kwok(&mut self) -> Result<()> {
+        self.stop(Binary::Kwok)
+    }
+
+    /// Starts the kwok that [`ControlPlane::stop_kwok`] stopped, with the same
+    /// flags. Its new log is `kwok-restarted.log`.
+    pub fn start_kwok(&mut self) -> Result<()> {
+        self.start_again(Binary::Kwok)
+    }
+
     /// Stops etcd (by PID, SIGTERM: a clean stop) under a running kube-apiserver, which
     /// then cannot read or write anything: for tests of how clients live through a storage
     /// outage. Start it again with [`ControlPlane::start_etcd`].

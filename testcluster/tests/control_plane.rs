@@ -147,3 +147,56 @@ spec:
         type: object
         x-kubernetes-preserve-unknown-fields: true
 "#;
+
+/// The fake node's heartbeat lapses for a minute (kwok stopped; around a
+/// kube-apiserver restart its Lease renewals can lapse as long): pods that
+/// were Ready stay Ready and the Deployment stays available. With
+/// kube-controller-manager's default grace period (50 s) the node was marked
+/// NotReady, its pods' Ready condition False, and kwok never set it back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pods_stay_ready_through_a_minute_without_the_fake_nodes_heartbeat() -> Result<()> {
+    let mut cp = ControlPlane::start(Options::default()).await?;
+    let client = cp.client().await?;
+    testcluster::create_namespace(&client, "lapse").await?;
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), "lapse");
+    deployments
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(serde_json::json!({
+                "metadata": { "name": "web" },
+                "spec": {
+                    "replicas": 1,
+                    "selector": { "matchLabels": { "app": "web" } },
+                    "template": {
+                        "metadata": { "labels": { "app": "web" } },
+                        "spec": { "containers": [{ "name": "nginx", "image": "nginx:latest" }] },
+                    },
+                },
+            }))?,
+        )
+        .await?;
+    let available = |n: i32| {
+        await_condition(deployments.clone(), "web", move |d: Option<&Deployment>| {
+            d.and_then(|d| d.status.as_ref())
+                .and_then(|s| s.available_replicas)
+                .unwrap_or(0)
+                == n
+        })
+    };
+    tokio::time::timeout(TIMEOUT, available(1))
+        .await
+        .context("Deployment web never had availableReplicas == 1")??;
+
+    cp.stop_kwok()?;
+    tokio::time::sleep(Duration::from_secs(65)).await;
+    cp.start_kwok()?;
+    tokio::time::sleep(Duration::from_secs(15)).await;
+
+    let web = deployments.get("web").await?;
+    let now = web.status.and_then(|s| s.available_replicas).unwrap_or(0);
+    if now != 1 {
+        cp.keep_data_dir();
+        bail!("after a minute without the node's heartbeat, web has {now} available, not 1");
+    }
+    Ok(())
+}
