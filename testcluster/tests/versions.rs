@@ -155,7 +155,7 @@ fn every_version_the_repository_names_is_the_one_versions_toml_declares() {
         .filter(|f| !f.ends_with("Cargo.lock") && !f.ends_with("go.sum"))
         .filter(|f| !(f.starts_with("controlplane/") && f.ends_with("go.mod")))
         // This file names other versions on purpose (the rules' wrong inputs).
-        .filter(|f| f != "testcluster/tests/versions.rs")
+        .filter(|f| *f != "testcluster/tests/versions.rs")
         .map(str::to_string)
         .collect();
     assert!(files.len() > 100, "only {} files listed", files.len());
