@@ -32,11 +32,6 @@ fn main() {
             "The same release's staging modules: client-go, apimachinery, the Go sample-controller.",
         ),
         (
-            "SAMPLE_CONTROLLER_VERSION",
-            format!("v0.{minor}.{patch}"),
-            "The Go sample-controller this project ports (a staging module of that release).",
-        ),
-        (
             "KUBERNETES_MINOR",
             format!("1.{minor}"),
             "The minor release, as the book says it (`1.36`).",
@@ -55,6 +50,10 @@ fn main() {
             "/// {doc} From `versions.toml`.\npub const {name}: &str = {value:?};\n"
         ));
     }
+    out.push_str(
+        "/// The Go sample-controller this project ports: a staging module of that release.\n\
+         pub const SAMPLE_CONTROLLER_VERSION: &str = STAGING_VERSION;\n",
+    );
     let dest = Path::new(&std::env::var("OUT_DIR").expect("OUT_DIR")).join("versions.rs");
     std::fs::write(&dest, out).expect("writing versions.rs");
 }

@@ -59,22 +59,7 @@ async fn exercise(cp: &ControlPlane, kwok: bool) -> Result<()> {
         .await?;
 
     let deployments: Api<Deployment> = Api::namespaced(client.clone(), "e2e");
-    deployments
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(serde_json::json!({
-                "metadata": { "name": "web" },
-                "spec": {
-                    "replicas": 1,
-                    "selector": { "matchLabels": { "app": "web" } },
-                    "template": {
-                        "metadata": { "labels": { "app": "web" } },
-                        "spec": { "containers": [{ "name": "nginx", "image": "nginx:latest" }] },
-                    },
-                },
-            }))?,
-        )
-        .await?;
+    create_web(&deployments).await?;
 
     if kwok {
         let available = await_condition(deployments.clone(), "web", |d: Option<&Deployment>| {
@@ -159,22 +144,7 @@ async fn pods_stay_ready_through_a_minute_without_the_fake_nodes_heartbeat() -> 
     let client = cp.client().await?;
     testcluster::create_namespace(&client, "lapse").await?;
     let deployments: Api<Deployment> = Api::namespaced(client.clone(), "lapse");
-    deployments
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(serde_json::json!({
-                "metadata": { "name": "web" },
-                "spec": {
-                    "replicas": 1,
-                    "selector": { "matchLabels": { "app": "web" } },
-                    "template": {
-                        "metadata": { "labels": { "app": "web" } },
-                        "spec": { "containers": [{ "name": "nginx", "image": "nginx:latest" }] },
-                    },
-                },
-            }))?,
-        )
-        .await?;
+    create_web(&deployments).await?;
     let available = |n: i32| {
         await_condition(deployments.clone(), "web", move |d: Option<&Deployment>| {
             d.and_then(|d| d.status.as_ref())
@@ -198,5 +168,26 @@ async fn pods_stay_ready_through_a_minute_without_the_fake_nodes_heartbeat() -> 
         cp.keep_data_dir();
         bail!("after a minute without the node's heartbeat, web has {now} available, not 1");
     }
+    Ok(())
+}
+
+/// Creates Deployment `web`: one nginx replica.
+async fn create_web(deployments: &Api<Deployment>) -> Result<()> {
+    deployments
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(serde_json::json!({
+                "metadata": { "name": "web" },
+                "spec": {
+                    "replicas": 1,
+                    "selector": { "matchLabels": { "app": "web" } },
+                    "template": {
+                        "metadata": { "labels": { "app": "web" } },
+                        "spec": { "containers": [{ "name": "nginx", "image": "nginx:latest" }] },
+                    },
+                },
+            }))?,
+        )
+        .await?;
     Ok(())
 }
