@@ -1,7 +1,7 @@
 //! The Deployment a Foo owns, and the owner-reference checks around it.
 //!
 //! Go: `newDeployment` in
-//! [controller.go](https://github.com/kubernetes/sample-controller/blob/v0.36.3/controller.go#L385-L421)
+//! [controller.go](https://github.com/kubernetes/sample-controller/blob/v0.36.3/controller.go)
 //! and `NewControllerRef` / `GetControllerOf` / `IsControlledBy` in
 //! apimachinery's `pkg/apis/meta/v1/controller_ref.go`.
 

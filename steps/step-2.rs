@@ -3,8 +3,8 @@
 //! Go: main.go creates two `SharedInformerFactory`s (30 s resync), starts
 //! them, and `Run` waits in `cache.WaitForCacheSync` until both caches have
 //! seen a full list; listers then read those caches instead of the API server.
-//! <https://github.com/kubernetes/sample-controller/blob/v0.36.3/main.go#L66-L76>
-//! <https://github.com/kubernetes/sample-controller/blob/v0.36.3/controller.go#L170-L175>
+//! <https://github.com/kubernetes/sample-controller/blob/v0.36.3/main.go>
+//! <https://github.com/kubernetes/sample-controller/blob/v0.36.3/controller.go>
 //!
 //! In Rust: a `watcher` lists then watches; `.reflect(writer)` keeps a
 //! `Store` (the lister) current; `wait_until_ready` is `WaitForCacheSync`.

@@ -4,7 +4,7 @@
 //! creates the Deployment if it is missing, refuses a Deployment of that name
 //! that the Foo does not control, and fixes the replica count if it drifted.
 //! Any API error is returned, so the queue retries the key with backoff.
-//! <https://github.com/kubernetes/sample-controller/blob/v0.36.3/controller.go#L238-L301>
+//! <https://github.com/kubernetes/sample-controller/blob/v0.36.3/controller.go>
 //!
 //! This step leaves out the status update (step 6) and the events (step 7).
 //!

@@ -4,7 +4,7 @@
 //! `updateFooStatus`, which copies the Deployment's
 //! `status.availableReplicas` into a copy of the Foo and writes it with
 //! `UpdateStatus` (a PUT to the Foo's `/status` subresource).
-//! <https://github.com/kubernetes/sample-controller/blob/v0.36.3/controller.go#L303-L326>
+//! <https://github.com/kubernetes/sample-controller/blob/v0.36.3/controller.go>
 //!
 //! Everything else is step 5's sync, unchanged.
 //!

@@ -35,7 +35,7 @@ pub fn check() -> Result<()> {
     failures.extend(super::runit::check_run_it(&src)?);
     failures.extend(check_go_links(&pages));
     failures.extend(check_summary(&src, &pages)?);
-    println!("==> book check: Go excerpts and Go line links against the pinned Go module");
+    println!("==> book check: Go excerpts and Go links resolved against the pinned Go modules");
     failures.extend(crate::gosource::check(&pages)?);
 
     println!("==> book check: tools");

@@ -1,0 +1,663 @@
+//! Links to Go source by name: `[syncHandler](go:controller.go#syncHandler)`.
+//!
+//! A chapter never types a Go line number or a version. It names the file and
+//! what in it, and the preprocessor writes the pinned GitHub link, with the
+//! line range it has in the pinned module, at build time. A name that no
+//! longer resolves (a function renamed or removed upstream) fails the book's
+//! build and its check.
+//!
+//! # The form
+//!
+//! `go:[k8s.io/MODULE/]PATH[#SELECTOR]`, as the target of a Markdown link
+//! (`[text](go:…)`, `[label]: go:…`) or of `<a href="go:…">`:
+//!
+//! * the module is the Go sample-controller unless the path starts with
+//!   `k8s.io/NAME/` (`k8s.io/client-go/tools/cache/reflector.go`): a staging
+//!   module of the same Kubernetes release, or `k8s.io/kubernetes` itself;
+//!   the versions are `versions.toml`'s;
+//! * no selector: the file;
+//! * in a `.go` file (see [`Selector`]): `syncHandler` or `Foo,FooSpec`,
+//!   whole top-level declarations with their comments; `syncHandler/Get`,
+//!   the statement inside `syncHandler` whose first line uses `Get` (with
+//!   its comment, through its closing line); `main/NewSharedInformerFactory..Start`,
+//!   the statements from one through the other; `Name@2` for the second
+//!   statement that uses `Name`; `Name+1` for the statement after it (in
+//!   `A..B`, B is counted from A's statement on);
+//! * in any other file: `replicas:`, the first line containing that text and
+//!   the lines below it indented deeper (a YAML key with its value, a shell
+//!   command with its continuation lines); `A..B` from one through the other.
+//!
+//! The same selectors work in `{{#go FILE:SELECTOR}}` excerpts.
+
+use std::sync::Arc;
+
+use anyhow::{Context, Result, bail, ensure};
+
+use super::{GoFile, contains_word, fenced_ranges, in_ranges, line_of, source_file};
+
+/// The scheme that marks a link as one to resolve.
+const SCHEME: &str = "go:";
+
+/// A Go module the book may link into, and the GitHub repository it is
+/// published from (`kubernetes/NAME` for every one of them).
+struct Module {
+    /// `k8s.io/client-go`.
+    path: String,
+    /// `client-go`: the repository's name under github.com/kubernetes.
+    repo: String,
+    version: &'static str,
+}
+
+impl Module {
+    /// The module of `spec`'s path and the path inside it.
+    fn of(spec_path: &str) -> Result<(Module, String)> {
+        use testcluster::binaries::{
+            KUBERNETES_VERSION, SAMPLE_CONTROLLER_VERSION, STAGING_VERSION,
+        };
+        let Some(rest) = spec_path.strip_prefix("k8s.io/") else {
+            let module = Module {
+                path: super::GO_MODULE.to_string(),
+                repo: "sample-controller".to_string(),
+                version: SAMPLE_CONTROLLER_VERSION,
+            };
+            return Ok((module, spec_path.to_string()));
+        };
+        let (name, path) = rest
+            .split_once('/')
+            .with_context(|| format!("go:{spec_path}: k8s.io/MODULE/PATH, with a path"))?;
+        let version = if name == "kubernetes" {
+            KUBERNETES_VERSION
+        } else {
+            STAGING_VERSION
+        };
+        let module = Module {
+            path: format!("k8s.io/{name}"),
+            repo: name.to_string(),
+            version,
+        };
+        Ok((module, path.to_string()))
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!(
+            "https://github.com/kubernetes/{}/blob/{}/{path}",
+            self.repo, self.version
+        )
+    }
+}
+
+/// `Name` or `Name@N`: the Nth statement (from 1) whose first line uses
+/// `Name`; `Name+K`: the Kth statement after that one in the same block
+/// (`syncHandler/updateFooStatus+1`: the `if err != nil` that follows it).
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Pick {
+    pub(super) word: String,
+    pub(super) nth: usize,
+    pub(super) after: usize,
+}
+
+impl Pick {
+    fn parse(text: &str) -> Result<Pick> {
+        let (text, after) = match text.split_once('+') {
+            Some((text, k)) => (
+                text,
+                k.parse()
+                    .ok()
+                    .filter(|&k| k > 0)
+                    .with_context(|| format!("`{text}+{k}`: write NAME+K with K from 1"))?,
+            ),
+            None => (text, 0),
+        };
+        let (word, nth) = match text.split_once('@') {
+            Some((word, n)) => (
+                word,
+                n.parse()
+                    .ok()
+                    .filter(|&n| n > 0)
+                    .with_context(|| format!("`{text}`: write NAME@N with N from 1"))?,
+            ),
+            None => (text, 1),
+        };
+        ensure!(!word.is_empty(), "an empty name in the selector");
+        Ok(Pick {
+            word: word.to_string(),
+            nth,
+            after,
+        })
+    }
+}
+
+impl std::fmt::Display for Pick {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.word)?;
+        if self.nth != 1 {
+            write!(f, "@{}", self.nth)?;
+        }
+        if self.after != 0 {
+            write!(f, "+{}", self.after)?;
+        }
+        Ok(())
+    }
+}
+
+/// What a link or excerpt shows of a file.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum Selector {
+    /// Whole top-level declarations of a `.go` file: `Foo,FooSpec`.
+    Decls(Vec<String>),
+    /// Statements inside a declaration: `syncHandler/Get` or `main/A..B`.
+    Statements {
+        decl: String,
+        first: Pick,
+        last: Option<Pick>,
+    },
+    /// Lines of any other file: `replicas:` or `A..B`.
+    Text { first: Pick, last: Option<Pick> },
+}
+
+impl Selector {
+    pub(super) fn parse(path: &str, text: &str) -> Result<Selector> {
+        let range = |text: &str| -> Result<(Pick, Option<Pick>)> {
+            match text.split_once("..") {
+                Some((a, b)) => Ok((Pick::parse(a)?, Some(Pick::parse(b)?))),
+                None => Ok((Pick::parse(text)?, None)),
+            }
+        };
+        if !path.ends_with(".go") {
+            let (first, last) = range(text)?;
+            return Ok(Selector::Text { first, last });
+        }
+        match text.split_once('/') {
+            Some((decl, statements)) => {
+                let (first, last) = range(statements)?;
+                ensure!(!decl.is_empty(), "`{text}`: DECLARATION/STATEMENT");
+                Ok(Selector::Statements {
+                    decl: decl.to_string(),
+                    first,
+                    last,
+                })
+            }
+            None => {
+                let names: Vec<String> = text
+                    .split(',')
+                    .map(|n| n.trim().to_string())
+                    .filter(|n| !n.is_empty())
+                    .collect();
+                ensure!(!names.is_empty(), "an empty selector");
+                Ok(Selector::Decls(names))
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for Selector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let range = |first: &Pick, last: &Option<Pick>| match last {
+            Some(last) => format!("{first}..{last}"),
+            None => first.to_string(),
+        };
+        match self {
+            Selector::Decls(names) => write!(f, "{}", names.join(",")),
+            Selector::Statements { decl, first, last } => {
+                write!(f, "{decl}/{}", range(first, last))
+            }
+            Selector::Text { first, last } => write!(f, "{}", range(first, last)),
+        }
+    }
+}
+
+impl GoFile {
+    /// The lines `selector` picks: (first, last), 1-based.
+    pub(super) fn select(&self, selector: &Selector) -> Result<(usize, usize)> {
+        match selector {
+            Selector::Decls(names) => self.resolve(names),
+            Selector::Statements { decl, first, last } => {
+                let decl_index = self.unique_decl(decl)?;
+                let (from, to) = {
+                    let d = &self.decls[decl_index];
+                    (d.line + 1, d.end)
+                };
+                let start = self
+                    .statement_using(first, from, to, None)
+                    .with_context(|| {
+                        format!("`{decl}` has no statement whose first line uses `{first}`")
+                    })?;
+                let end_statement = match last {
+                    None => start,
+                    Some(last) => {
+                        let depth = self.at(start).depth_before;
+                        self.statement_using(last, start, to, Some(depth))
+                            .with_context(|| {
+                                format!(
+                                    "`{decl}` has no statement using `{last}` after line {start}, \
+                                     in the block of `{first}`"
+                                )
+                            })?
+                    }
+                };
+                Ok((self.comment_above(start), self.statement_end(end_statement)))
+            }
+            Selector::Text { first, last } => {
+                let start = self
+                    .line_with(first, 1)
+                    .with_context(|| format!("{} has no line containing `{first}`", self.path))?;
+                let end_line = match last {
+                    None => start,
+                    Some(last) => self.line_with(last, start).with_context(|| {
+                        format!(
+                            "{} has no line containing `{last}` after line {start}",
+                            self.path
+                        )
+                    })?,
+                };
+                Ok((start, self.indented_block_end(end_line)))
+            }
+        }
+    }
+
+    /// The index of the one top-level declaration named `name`.
+    fn unique_decl(&self, name: &str) -> Result<usize> {
+        let matching: Vec<usize> = (0..self.decls.len())
+            .filter(|&i| self.decls[i].keyword != "package")
+            .filter(|&i| self.decls[i].names.iter().any(|n| n == name))
+            .collect();
+        match matching.as_slice() {
+            [one] => Ok(*one),
+            [] => bail!("{} declares no top-level `{name}`", self.path),
+            _ => bail!("{} declares `{name}` more than once", self.path),
+        }
+    }
+
+    /// Whether line `n` begins a statement (or an element of a composite
+    /// literal): code at the start, and the code line before it complete.
+    pub(super) fn starts_statement(&self, n: usize) -> bool {
+        let here = self.at(n);
+        if here.blank || here.comment_only || !here.starts_in_code {
+            return false;
+        }
+        let Some(previous) = (1..n)
+            .rev()
+            .find(|&l| !self.at(l).blank && !self.at(l).comment_only)
+        else {
+            return true;
+        };
+        let code = code_of(self.line(previous));
+        let before = self.at(previous);
+        if before.depth_after != here.depth_before {
+            return false;
+        }
+        // After an element of a literal that ends on that line (`a: b,`,
+        // `y),`): the next element.
+        if code.ends_with(',') {
+            return before.depth_after <= before.depth_before;
+        }
+        !CONTINUED.iter().any(|end| code.ends_with(end))
+    }
+
+    /// The `pick.nth` statement start in `from..to` whose first line uses
+    /// `pick.word`; at `depth` only, if given.
+    fn statement_using(
+        &self,
+        pick: &Pick,
+        from: usize,
+        to: usize,
+        depth: Option<i32>,
+    ) -> Option<usize> {
+        let found = (from..to)
+            .filter(|&l| self.starts_statement(l))
+            .filter(|&l| depth.is_none_or(|d| self.at(l).depth_before == d))
+            .filter(|&l| contains_word(code_of(self.line(l)), &pick.word))
+            .nth(pick.nth - 1)?;
+        if pick.after == 0 {
+            return Some(found);
+        }
+        // The statements after it, up to the end of its block.
+        let depth = self.at(found).depth_before;
+        (found + 1..to)
+            .take_while(|&l| self.at(l).min_depth >= depth)
+            .filter(|&l| self.starts_statement(l) && self.at(l).depth_before == depth)
+            .nth(pick.after - 1)
+    }
+
+    /// The last line of the statement that starts on line `start`.
+    fn statement_end(&self, start: usize) -> usize {
+        let depth = self.at(start).depth_before;
+        (start..=self.lines.len())
+            .find(|&l| {
+                let info = self.at(l);
+                !info.blank
+                    && !info.comment_only
+                    && info.depth_after <= depth
+                    && !CONTINUED
+                        .iter()
+                        .filter(|end| **end != ",")
+                        .any(|end| code_of(self.line(l)).ends_with(end))
+            })
+            .unwrap_or(self.lines.len())
+    }
+
+    /// The first line of the comment right above line `n` (touching it), or `n`.
+    pub(super) fn comment_above(&self, n: usize) -> usize {
+        (1..n)
+            .rev()
+            .take_while(|&l| self.at(l).comment_only && !self.at(l).blank)
+            .last()
+            .unwrap_or(n)
+    }
+
+    /// The `pick.nth` line from `from` on containing `pick.word` (any text).
+    fn line_with(&self, pick: &Pick, from: usize) -> Option<usize> {
+        (from..=self.lines.len())
+            .filter(|&l| self.line(l).contains(pick.word.as_str()))
+            .nth(pick.nth - 1)
+    }
+
+    /// The last of the lines below `n` indented deeper than it (blank lines
+    /// inside count, blank lines at the end do not).
+    fn indented_block_end(&self, n: usize) -> usize {
+        let indent = |l: &str| l.len() - l.trim_start().len();
+        let own = indent(self.line(n));
+        let mut end = n;
+        for l in n + 1..=self.lines.len() {
+            let text = self.line(l);
+            if text.trim().is_empty() {
+                continue;
+            }
+            if indent(text) <= own {
+                break;
+            }
+            end = l;
+        }
+        end
+    }
+}
+
+/// How a line of Go ends when its expression goes on on the next line.
+const CONTINUED: &[&str] = &[
+    ",", "&&", "||", " +", " -", " *", " /", " =", ":=", ".", "(",
+];
+
+/// A line of Go without its trailing `//` comment (a rough cut: good enough
+/// for gofmt'd code whose strings hold no `//`), trimmed.
+pub(super) fn code_of(line: &str) -> &str {
+    let code = match line.find("//") {
+        Some(at) if !line[..at].contains('"') && !line[..at].contains('`') => &line[..at],
+        _ => line,
+    };
+    code.trim()
+}
+
+/// A `go:` link in a page.
+#[derive(Debug)]
+pub(super) struct SourceLink {
+    /// Byte range of `go:…` in the page.
+    pub(super) start: usize,
+    pub(super) end: usize,
+    pub(super) line: usize,
+    /// What follows `go:`.
+    pub(super) spec: String,
+}
+
+/// Every `go:` link target in `page`, outside fenced code blocks: after
+/// `](`, after `]: ` at the start of a line, or after `href="`.
+pub(super) fn source_links(page: &str) -> Vec<SourceLink> {
+    let fences = fenced_ranges(page);
+    let mut found = Vec::new();
+    for (start, _) in page.match_indices(SCHEME) {
+        if in_ranges(&fences, start) {
+            continue;
+        }
+        let before = &page[..start];
+        let line_head = &before[before.rfind('\n').map_or(0, |i| i + 1)..];
+        let is_target = before.ends_with("](")
+            || before.ends_with("href=\"")
+            || (line_head.trim_start().starts_with('[') && line_head.trim_end().ends_with("]:"));
+        if !is_target {
+            continue;
+        }
+        let spec: String = page[start + SCHEME.len()..]
+            .chars()
+            .take_while(|c| !c.is_whitespace() && !matches!(c, ')' | '"' | '>' | '`'))
+            .collect();
+        found.push(SourceLink {
+            start,
+            end: start + SCHEME.len() + spec.len(),
+            line: line_of(page, start),
+            spec,
+        });
+    }
+    found
+}
+
+/// The pinned URL a `go:` spec stands for, with its line range when it has a
+/// selector.
+pub(super) fn resolve(spec: &str) -> Result<String> {
+    let (path, selector) = match spec.split_once('#') {
+        Some((path, selector)) => (path, Some(selector)),
+        None => (spec, None),
+    };
+    let (module, path) = Module::of(path)?;
+    let file: Arc<GoFile> = source_file(&module.path, module.version, &path)?;
+    let url = module.url(&path);
+    let Some(selector) = selector else {
+        return Ok(url);
+    };
+    let selector = Selector::parse(&path, selector)?;
+    let (first, last) = file
+        .select(&selector)
+        .with_context(|| format!("go:{spec}"))?;
+    Ok(if first == last {
+        format!("{url}#L{first}")
+    } else {
+        format!("{url}#L{first}-L{last}")
+    })
+}
+
+/// `page` with every `go:` link replaced by its pinned URL; a link that does
+/// not resolve is an error naming the page and line.
+pub(super) fn expand(page_name: &str, page: &str) -> Result<String> {
+    let mut out = String::with_capacity(page.len());
+    let mut from = 0;
+    for link in source_links(page) {
+        let url = resolve(&link.spec).with_context(|| format!("{page_name}:{}", link.line))?;
+        out.push_str(&page[from..link.start]);
+        out.push_str(&url);
+        from = link.end;
+    }
+    out.push_str(&page[from..]);
+    Ok(out)
+}
+
+/// Hand-typed links to a pinned GitHub file of Kubernetes with a line
+/// fragment: (line, URL). The book writes `go:` links instead.
+pub(super) fn typed_line_links(page: &str) -> Vec<(usize, String)> {
+    let fences = fenced_ranges(page);
+    page.match_indices("https://github.com/kubernetes/")
+        .filter(|(start, _)| !in_ranges(&fences, *start))
+        .filter_map(|(start, _)| {
+            let url: String = page[start..]
+                .chars()
+                .take_while(|c| !c.is_whitespace() && !matches!(c, ')' | '>' | '"' | ']' | '`'))
+                .collect();
+            let fragment = url.split_once('#')?.1;
+            let lines = fragment
+                .strip_prefix('L')
+                .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit()));
+            (url.contains("/blob/") && lines).then(|| (line_of(page, start), url))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A small gofmt'd file with the shapes the selectors meet.
+    const FILE: &str = "package main
+
+// Thing is a thing.
+type Thing struct {
+\tName string
+}
+
+// run does the work.
+func run(ctx context.Context) error {
+\tlogger := klog.FromContext(ctx)
+
+\t// Ask the server.
+\tthing, err := client.Get(ctx,
+\t\t\"name\")
+\tif err != nil {
+\t\treturn err
+\t} else {
+\t\tlogger.Info(\"got\")
+\t}
+\tlogger.Info(\"done\", \"thing\", thing)
+\treturn nil
+}
+";
+
+    fn file() -> GoFile {
+        GoFile::parse("run.go", FILE)
+    }
+
+    fn select(selector: &str) -> Result<(usize, usize)> {
+        file().select(&Selector::parse("run.go", selector)?)
+    }
+
+    #[test]
+    fn a_declaration_is_picked_with_its_comment() {
+        assert_eq!(select("run").unwrap(), (8, 22));
+        assert_eq!(select("Thing").unwrap(), (3, 6));
+        assert_eq!(select("Thing,run").unwrap(), (3, 22));
+    }
+
+    #[test]
+    fn a_statement_is_picked_with_its_comment_through_its_closing_line() {
+        assert_eq!(select("run/Get").unwrap(), (12, 14));
+        assert_eq!(
+            select("run/err").unwrap(),
+            (12, 14),
+            "the first statement using err"
+        );
+        assert_eq!(
+            select("run/err@2").unwrap(),
+            (15, 19),
+            "the if, with its else"
+        );
+        assert_eq!(select("run/FromContext").unwrap(), (10, 10));
+        assert_eq!(
+            select("run/Get+1").unwrap(),
+            (15, 19),
+            "the statement after"
+        );
+        assert_eq!(select("run/Get+2").unwrap(), (20, 20));
+        assert!(select("run/Info@2+3").is_err(), "past the end of its block");
+    }
+
+    #[test]
+    fn a_range_of_statements_runs_from_one_to_the_other_in_the_same_block() {
+        assert_eq!(select("run/Get..Info").unwrap(), (12, 20));
+        // `Info` inside the else block is deeper: not the end of this range.
+        assert_eq!(select("run/err@2..Info").unwrap(), (15, 20));
+    }
+
+    #[test]
+    fn a_name_no_statement_uses_is_an_error_that_says_so() {
+        let err = select("run/Delete").unwrap_err();
+        assert!(format!("{err:#}").contains("no statement whose first line uses `Delete`"));
+        let err = select("walk/Get").unwrap_err();
+        assert!(format!("{err:#}").contains("declares no top-level `walk`"));
+        // A continuation line of a call is not a statement of its own.
+        assert!(select("run/name").is_err());
+    }
+
+    #[test]
+    fn an_element_of_a_composite_literal_is_picked_like_a_statement() {
+        let go = GoFile::parse(
+            "new.go",
+            "package main\n\nfunc main() {\n\tc := &C{\n\t\ta: 1,\n\t\tb: f(x,\n\t\t\ty),\n\t\td: 2,\n\t}\n}\n",
+        );
+        let pick = |s: &str| go.select(&Selector::parse("new.go", s).unwrap());
+        assert_eq!(pick("main/b").unwrap(), (6, 7));
+        assert_eq!(pick("main/d").unwrap(), (8, 8));
+        assert_eq!(pick("main/a..d").unwrap(), (5, 8));
+        assert!(
+            pick("main/y").is_err(),
+            "an argument's line is not an element"
+        );
+        assert_eq!(pick("main").unwrap(), (3, 10), "not the package clause");
+    }
+
+    #[test]
+    fn text_selectors_take_the_lines_indented_below() {
+        let yaml = GoFile::parse(
+            "crd.yaml",
+            "spec:\n  replicas:\n    type: integer\n    minimum: 1\n  status:\n    type: object\n",
+        );
+        let pick = |s: &str| yaml.select(&Selector::parse("crd.yaml", s).unwrap());
+        assert_eq!(pick("replicas:").unwrap(), (2, 4));
+        assert_eq!(pick("replicas:..status:").unwrap(), (2, 6));
+        assert!(pick("selector:").is_err());
+    }
+
+    #[test]
+    fn links_are_found_as_link_targets_only() {
+        let page = "See [run](go:run.go#run) and [x][r].\n\n[r]: go:k8s.io/client-go/rest/config.go#DefaultQPS\n\
+                    <a href=\"go:main.go\">main</a>, but not go:run.go in prose\n\n```text\n[a](go:b.go)\n```\n";
+        let specs: Vec<String> = source_links(page).into_iter().map(|l| l.spec).collect();
+        assert_eq!(
+            specs,
+            [
+                "run.go#run",
+                "k8s.io/client-go/rest/config.go#DefaultQPS",
+                "main.go"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_module_path_picks_its_repository_and_release() {
+        use testcluster::binaries::{KUBERNETES_VERSION, STAGING_VERSION};
+        let (client_go, path) = Module::of("k8s.io/client-go/rest/config.go").unwrap();
+        assert_eq!(path, "rest/config.go");
+        assert_eq!(
+            client_go.url(&path),
+            format!(
+                "https://github.com/kubernetes/client-go/blob/{STAGING_VERSION}/rest/config.go"
+            )
+        );
+        let (kubernetes, _) =
+            Module::of("k8s.io/kubernetes/pkg/features/kube_features.go").unwrap();
+        assert_eq!(kubernetes.version, KUBERNETES_VERSION);
+        let (sample, path) = Module::of("controller.go").unwrap();
+        assert_eq!(
+            (sample.repo.as_str(), path.as_str()),
+            ("sample-controller", "controller.go")
+        );
+    }
+
+    #[test]
+    fn typed_line_links_are_found_and_file_links_are_not() {
+        let page = "[a](https://github.com/kubernetes/sample-controller/blob/v0.36.3/main.go#L48-L52) \
+                    [b](https://github.com/kubernetes/client-go/blob/v0.36.3/rest/config.go) \
+                    [c](https://github.com/kubernetes/sample-controller/blob/v0.36.3/README.md#running)";
+        let found = typed_line_links(page);
+        assert_eq!(found.len(), 1);
+        assert!(found[0].1.ends_with("main.go#L48-L52"));
+    }
+
+    #[test]
+    fn selectors_print_as_they_are_written() {
+        for text in [
+            "run",
+            "Thing,run",
+            "run/Get",
+            "run/err@2..Info",
+            "run/Get+1",
+            "run/a@2+3",
+        ] {
+            assert_eq!(Selector::parse("run.go", text).unwrap().to_string(), text);
+        }
+    }
+}
