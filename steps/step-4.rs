@@ -6,7 +6,6 @@
 //! 5 ms · 2^n up to 1000 s, overall 50 retries/s, burst 300) or on success
 //! calls `Forget`.
 //! <https://github.com/kubernetes/sample-controller/blob/v0.36.3/controller.go>
-//! <https://github.com/kubernetes/sample-controller/blob/v0.36.3/controller.go>
 //!
 //! Here processing only logs. `--fail-first N` makes the first N attempts of
 //! each key fail so the growing retry delays show; `--sync-millis` makes each

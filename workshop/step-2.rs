@@ -1,19 +1,19 @@
 //! Workshop starter, step 2: informers and listers.
 //!
-//! Yours to write: the two functions marked `WRITE THIS` below (the Foo and
-//! Deployment informers, and the wait for both caches). Everything else, the
-//! flags, the client and the printing of the caches, is done.
+//! Yours to write: the two functions marked `WRITE THIS` at the end (the Foo
+//! and Deployment informers, and the wait for both caches). Everything else,
+//! the flags, the client and the printing of the caches, is done.
 //!
 //! Read: book/src/step-2.md, "The Rust code". Check your work against a real
-//! API server, as often as you like:
+//! API server:
 //!
 //!     cargo xtask check step-2
 //!
 //! The project's own answer is steps/step-2.rs.
 
-// The gaps leave what they will use (parameters, imports, fields) unused
-// until you fill them; delete this line when you are done.
-#![allow(unused_variables, unused_imports)]
+// The gaps leave what they will use unused until you fill them;
+// delete this line when you are done.
+#![allow(unused_variables, unused_imports, dead_code)]
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -50,6 +50,7 @@ async fn main() -> Result<(), Fatal> {
 
     let (foos, deployments) = start_informers(&args.namespace, &client);
 
+    // Go: cache.WaitForCacheSync(ctx.Done(), c.deploymentsSynced, c.foosSynced)
     println!("Waiting for informer caches to sync");
     tokio::select! {
         synced = wait_for_cache_sync(&foos, &deployments) => synced?,
@@ -62,8 +63,8 @@ async fn main() -> Result<(), Fatal> {
         args.namespace.describe()
     );
 
-    // Go: c.foosLister.List(labels.Everything()) reads the cache, not the API
-    // server. Print both caches whenever they change.
+    // Go: c.foosLister.List(labels.Everything()) reads the cache, not the API server.
+    // The caches keep up with the cluster on their own; print them when they change.
     let mut printed = None;
     loop {
         let now = (versions(&foos), versions(&deployments));
@@ -87,6 +88,24 @@ async fn main() -> Result<(), Fatal> {
     Ok(())
 }
 
+/// `namespace/name → resourceVersion` of everything in a cache: changes
+/// exactly when the cache does.
+fn versions<K: Resource + Clone>(cache: &Store<K>) -> BTreeMap<(String, String), String>
+where
+    K::DynamicType: Eq + std::hash::Hash + Clone,
+{
+    cache
+        .state()
+        .iter()
+        .map(|o| {
+            (
+                (o.namespace().unwrap_or_default(), o.name_any()),
+                o.resource_version().unwrap_or_default(),
+            )
+        })
+        .collect()
+}
+
 /// WRITE THIS. Go: the two informer factories' `Foos()` and `Deployments()`
 /// informers, their `Lister()`s, and `factory.Start`.
 ///
@@ -95,7 +114,7 @@ async fn main() -> Result<(), Fatal> {
 /// - make a cache: `reflector::store()` gives a reader (`Store`, the lister)
 ///   and a writer;
 /// - make the informer: `watch_list(api)` (src/informer.rs: a watcher that
-///   lists the way client-go 0.36 does), `.default_backoff()` so failed
+///   lists the way client-go does), `.default_backoff()` so failed
 ///   requests are retried, `.reflect(writer)` so every event updates the cache;
 /// - start it: a stream does nothing until it is polled, so poll it in a
 ///   background task (`tokio::spawn`), logging the errors it yields
@@ -115,22 +134,4 @@ async fn wait_for_cache_sync(
     deployments: &Store<Deployment>,
 ) -> anyhow::Result<()> {
     todo!("step 2: wait for both caches (book/src/step-2.md#the-rust-code)")
-}
-
-/// `namespace/name → resourceVersion` of everything in a cache: changes
-/// exactly when the cache does.
-fn versions<K: Resource + Clone>(cache: &Store<K>) -> BTreeMap<(String, String), String>
-where
-    K::DynamicType: Eq + std::hash::Hash + Clone,
-{
-    cache
-        .state()
-        .iter()
-        .map(|o| {
-            (
-                (o.namespace().unwrap_or_default(), o.name_any()),
-                o.resource_version().unwrap_or_default(),
-            )
-        })
-        .collect()
 }

@@ -3,8 +3,8 @@
 //! Yours to write: the two handlers marked `WRITE THIS` at the end (what a
 //! Foo change and a Deployment change put in the work queue). The informers,
 //! the optional resync and the printing are done: each notification is
-//! printed with your handler's decision, `enqueue NAMESPACE/NAME` or
-//! `ignored (why)`.
+//! printed with your handler's decision, `enqueue NAMESPACE/NAME` or `ignored
+//! (why)`.
 //!
 //! Read: book/src/step-3.md, "The Rust code". Check your work against a real
 //! API server:
@@ -14,8 +14,8 @@
 //! The project's own answer is src/handlers.rs (`on_foo`, `on_deployment`,
 //! `handle_object`), used by steps/step-3.rs.
 
-// The gaps leave what they will use (parameters, imports, fields) unused
-// until you fill them; delete this line when you are done.
+// The gaps leave what they will use unused until you fill them;
+// delete this line when you are done.
 #![allow(unused_variables, unused_imports)]
 
 use std::time::Duration;

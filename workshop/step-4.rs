@@ -1,8 +1,8 @@
 //! Workshop starter, step 4: the rate-limited work queue.
 //!
-//! Yours to write: `run_workers`, marked `WRITE THIS` at the end: the
-//! workers that take keys from the handlers' queue and sync them, with Go's
-//! rate limiter for retries. The informers and handlers (step 3's, from
+//! Yours to write: `run_until`, marked `WRITE THIS` at the end: the workers
+//! that take keys from the handlers' queue and sync them, with Go's rate
+//! limiter for retries. The informers and handlers (step 3's, from
 //! src/handlers.rs) and a stand-in sync that only logs (`process`, with
 //! `--fail-first` and `--sync-millis` to make it fail or take time) are done.
 //!
@@ -11,11 +11,11 @@
 //!
 //!     cargo xtask check step-4
 //!
-//! The project's own answer is src/workqueue.rs (`run`, `run_until`), used
-//! by steps/step-4.rs.
+//! The project's own answer is src/workqueue.rs (`run`, `run_until`), used by
+//! steps/step-4.rs.
 
-// The gaps leave what they will use (parameters, imports, fields) unused
-// until you fill them; delete this line when you are done.
+// The gaps leave what they will use unused until you fill them;
+// delete this line when you are done.
 #![allow(unused_variables, unused_imports)]
 
 use std::collections::HashMap;
@@ -34,6 +34,7 @@ use sample_controller::informer::key_string;
 use sample_controller::signals::Shutdown;
 use sample_controller::workqueue::RateLimiter;
 use sample_controller::{Foo, rbac, signals, telemetry};
+use std::error::Error as StdError;
 
 /// Feed handler keys through a rate-limited queue to two workers that only log.
 #[derive(Parser, Debug)]
@@ -82,7 +83,7 @@ async fn main() -> Result<(), Fatal> {
     // Go: the queue with its rate limiter, shut down on ctx.Done(), and
     // processNextWorkItem calling our sync: yours, below.
     let attempts: Attempts = Arc::default();
-    run_workers(
+    run_until(
         informers.foos,
         informers.queue,
         shutdown,
@@ -161,14 +162,14 @@ fn process(
 /// cache, the queue (`queue.take_until(shutdown)`, each key wrapped in `Ok`),
 /// and `controller::Config::default().concurrency(workers)`; then poll the
 /// stream it returns to the end.
-async fn run_workers<E, Fut>(
+async fn run_until<E, Fut>(
     foos: Store<Foo>,
     queue: impl Stream<Item = ObjectRef<Foo>> + Send + 'static,
     shutdown: Shutdown,
     workers: u16,
     sync: impl FnMut(Arc<Foo>) -> Fut,
 ) where
-    E: std::error::Error + Send + 'static,
+    E: StdError + Send + 'static,
     Fut: Future<Output = Result<(), E>> + Send + 'static,
 {
     todo!("step 4: the workers and the rate-limited retries (book/src/step-4.md#the-rust-code)")

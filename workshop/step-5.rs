@@ -1,8 +1,8 @@
 //! Workshop starter, step 5: syncHandler.
 //!
-//! Yours to write: `sync_handler`, marked `WRITE THIS` at the end: create
-//! the Foo's Deployment, refuse one the Foo does not control, fix its
-//! replicas. The informers, handlers and workers of steps 2–4 are done.
+//! Yours to write: `sync_handler`, marked `WRITE THIS` at the end: create the
+//! Foo's Deployment, refuse one the Foo does not control, fix its replicas.
+//! The informers, handlers and workers of steps 2–4 are done.
 //!
 //! Read: book/src/step-5.md, "The Rust code". Check your work against a real
 //! API server:
@@ -11,8 +11,8 @@
 //!
 //! The project's own answer is steps/step-5.rs.
 
-// The gaps leave what they will use (parameters, imports, fields) unused
-// until you fill them; delete this line when you are done.
+// The gaps leave what they will use unused until you fill them;
+// delete this line when you are done.
 #![allow(unused_variables, unused_imports, dead_code)]
 
 use std::sync::Arc;
@@ -83,6 +83,7 @@ async fn main() -> Result<(), Fatal> {
     println!("Shutting down workers");
     Ok(())
 }
+
 /// WRITE THIS. Go: `syncHandler`. Compares the Foo with its Deployment and
 /// converges the two. (A key whose Foo left the cache never gets here: the
 /// workers drop it, as Go's Foo-not-found branch does.)

@@ -1,7 +1,7 @@
 //! Workshop starter, step 6: status.
 //!
-//! Yours to write: `update_foo_status`, marked `WRITE THIS` at the end,
-//! which `sync_handler` (step 5's, done) calls after each sync.
+//! Yours to write: `update_foo_status`, marked `WRITE THIS` at the end, which
+//! `sync_handler` (step 5's, done) calls after each sync.
 //!
 //! Read: book/src/step-6.md, "The Rust code". Check your work against a real
 //! API server:
@@ -10,8 +10,8 @@
 //!
 //! The project's own answer is steps/step-6.rs.
 
-// The gaps leave what they will use (parameters, imports, fields) unused
-// until you fill them; delete this line when you are done.
+// The gaps leave what they will use unused until you fill them;
+// delete this line when you are done.
 #![allow(unused_variables, unused_imports)]
 
 use std::sync::Arc;
@@ -82,6 +82,7 @@ async fn main() -> Result<(), Fatal> {
     println!("Shutting down workers");
     Ok(())
 }
+
 /// Compares the Foo with its Deployment and converges the two.
 /// Go: `syncHandler`. (The Foo-not-found branch is in `workqueue::run`: a key
 /// whose Foo left the cache never reaches this function.)
@@ -137,6 +138,7 @@ async fn sync_handler(foo: Arc<Foo>, ctx: Arc<Context>) -> Result<(), Error> {
     update_foo_status(&ctx.client, &foo, &deployment).await?;
     Ok(())
 }
+
 /// WRITE THIS. Go: `updateFooStatus`. Writes the Deployment's available
 /// replicas into the Foo's status.
 ///

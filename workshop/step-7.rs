@@ -1,9 +1,10 @@
 //! Workshop starter, step 7: the whole controller.
 //!
-//! Yours to write, marked `WRITE THIS` at the end: Go's resync period
-//! (`resync_period`) and the Events a sync records (`record`). Steps 2–6
-//! (informers, handlers, workers, `sync_handler`, `update_foo_status`) are
-//! done; the workers already stop on SIGTERM and let syncs in flight finish.
+//! Yours to write: Go's resync period (`resync_period`) and the Events a sync
+//! records (`record`), marked `WRITE THIS` at the end. Steps 2–6 (informers,
+//! handlers, workers, `sync_handler`, `update_foo_status`, all copied from
+//! step 6) are done; the workers already stop on SIGTERM and let syncs in
+//! flight finish.
 //!
 //! Read: book/src/step-7.md, "The Rust code". Check your work against a real
 //! API server:
@@ -13,8 +14,8 @@
 //! The project's own answer is src/controller.rs (`Controller`), used by
 //! steps/step-7.rs.
 
-// The gaps leave what they will use (parameters, imports) unused until you
-// fill them; delete this line when you are done.
+// The gaps leave what they will use unused until you fill them;
+// delete this line when you are done.
 #![allow(unused_variables, unused_imports)]
 
 use std::sync::Arc;
@@ -67,15 +68,15 @@ async fn main() -> Result<(), Fatal> {
     preflight(&connection, &args.namespace, rbac::STEP_7).await?;
     let client = connection.client;
 
-    // Go: the two informer factories, with their resync period (yours).
     let informers = start_informers(
         args.namespace.api(&client),
         args.namespace.api(&client),
+        // Go: the informer factories' resync period: yours.
         resync_period(),
     );
     println!("Waiting for informer caches to sync");
     informers.wait_for_cache_sync().await?;
-    println!("Starting workers");
+    println!("Starting {} workers", args.workers);
 
     let ctx = Arc::new(Context {
         recorder: recorder(client.clone()),
@@ -102,6 +103,7 @@ async fn main() -> Result<(), Fatal> {
     println!("Shutting down workers");
     Ok(())
 }
+
 /// Compares the Foo with its Deployment and converges the two.
 /// Go: `syncHandler`. (The Foo-not-found branch is in `workqueue::run`: a key
 /// whose Foo left the cache never reaches this function.)
@@ -157,8 +159,15 @@ async fn sync_handler(foo: Arc<Foo>, ctx: Arc<Context>) -> Result<(), Error> {
     update_foo_status(&ctx.client, &foo, &deployment).await?;
     Ok(())
 }
-/// Writes the Deployment's available replicas into the Foo's status (step 6).
+
+/// Writes the Deployment's available replicas into the Foo's status.
 /// Go: `updateFooStatus`.
+///
+/// The Foo from the cache is shared and read-only (`Arc`), so we change a
+/// clone (Go: `DeepCopy`). `replace_status` is a PUT to `/status`: the API
+/// server takes only the status from it and, because the clone carries the
+/// cached resourceVersion, answers 409 Conflict if the cache was stale; the
+/// error sends the key back to the queue, as in Go.
 async fn update_foo_status(
     client: &Client,
     foo: &Foo,

@@ -1,22 +1,23 @@
 //! Workshop starter, step 8: the kube-rs way.
 //!
-//! Yours to write, marked `WRITE THIS` at the end: `sync`, with its two
-//! helpers `drifted` and `update_foo_status`: step 7's sync rewritten so that
-//! every write is a server-side apply of only what this controller owns, and
-//! made only when it changes something. kube's `Controller` (its watches, the
-//! Deployment predicate, per-key backoff, graceful shutdown: step8/src/reconciler.rs
-//! `run_with`) and `reconcile` around your `sync` are done.
+//! Yours to write: `sync`, with its two helpers `drifted` and
+//! `update_foo_status`, marked `WRITE THIS` at the end: step 7's sync
+//! rewritten so that every write is a server-side apply of only what this
+//! controller owns, and made only when it changes something. kube's
+//! `Controller` (its watches, the Deployment predicate, per-key backoff,
+//! graceful shutdown: step8/src/reconciler.rs `run_with`) and `reconcile`
+//! around your `sync` are done.
 //!
-//! Read: book/src/step-8.md, "The idioms, one by one". Check your work against
-//! a real API server:
+//! Read: book/src/step-8.md, "The idioms, one by one". Check your work
+//! against a real API server:
 //!
 //!     cargo xtask check step-8
 //!
 //! The project's own answer is step8/src/reconciler.rs (`sync`, `drifted`,
 //! `update_foo_status`), used by steps/step-8.rs.
 
-// The gaps leave what they will use (parameters, imports, helpers) unused
-// until you fill them; delete this line when you are done.
+// The gaps leave what they will use unused until you fill them;
+// delete this line when you are done.
 #![allow(unused_variables, unused_imports, dead_code)]
 
 use std::sync::Arc;
@@ -52,6 +53,9 @@ struct Args {
     workers: u16,
 }
 
+/// Not the reference's `main` (steps/step-8.rs), which adds leader election,
+/// probes, metrics and RBAC warnings: the same `run_with`, with `reconcile`
+/// below around your `sync`.
 #[tokio::main]
 async fn main() -> Result<(), Fatal> {
     telemetry::init();
@@ -76,11 +80,13 @@ async fn main() -> Result<(), Fatal> {
     Ok(())
 }
 
-/// Makes the Foo's Deployment and status what the Foo asks for, then waits
-/// for the next change (no periodic requeue: every input is watched).
-/// Success forgets the key's failures (Go: `Forget`); each reconcile is
-/// counted, with its error kind, for `/metrics`.
-async fn reconcile(foo: Arc<Foo>, ctx: Arc<Context>) -> Result<Action, Error> {
+/// Makes the Foo's Deployment and status what the Foo asks for. Go:
+/// `syncHandler`; kube-runtime wraps each call in a `reconciling object` span.
+///
+/// Success forgets the key's failures (Go: `Forget`) and waits for the next
+/// change: no periodic requeue, because every input is watched (Go's 30 s
+/// resync has no job here).
+pub async fn reconcile(foo: Arc<Foo>, ctx: Arc<Context>) -> Result<Action, Error> {
     let started = Instant::now();
     let result = sync(&foo, &ctx).await;
     ctx.probes
@@ -98,12 +104,12 @@ async fn reconcile(foo: Arc<Foo>, ctx: Arc<Context>) -> Result<Action, Error> {
 ///   kube's Controller waits only for the Foo cache);
 /// - the Deployment not in `ctx.deployments`: first apply the status a Foo
 ///   without a Deployment has (`available_replicas: 0`, with the Foo's UID in
-///   the patch's metadata); a 404 means the Foo is gone: log it and return
-///   `Ok(())` without creating anything. Why first: the Foo cache can lag
-///   behind the Deployment cache, and a Deployment created for a Foo the API
-///   server already deleted is garbage-collected, which triggers the Foo
-///   again, and again (book/src/step-8.md#go--rust, the create's row). Then
-///   create `new_deployment(foo)` (a create, not an apply: an apply would
+///   the patch's metadata); a 404 that names the Foo means the Foo is gone: log
+///   it and return `Ok(())` without creating anything. Why first: the Foo cache
+///   can lag behind the Deployment cache, and a Deployment created for a Foo
+///   the API server already deleted is garbage-collected, which triggers the
+///   Foo again, and again (book/src/step-8.md#go--rust, the create's row).
+///   Then create `new_deployment(foo)` (a create, not an apply: an apply would
 ///   merge into a Deployment of that name someone else made, which the cache
 ///   has not seen yet);
 /// - not controlled by the Foo: `ensure_controlled(&ctx.recorder, &d, foo).await?`

@@ -29,6 +29,7 @@ mod heap;
 mod kubectl;
 mod prepare;
 mod setup;
+mod workshop;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -80,6 +81,13 @@ enum Command {
     /// Profile step 8's heap with dhat while it converges N Foos: the heap at its largest,
     /// by crate and by allocation site.
     HeapProfile(heap::HeapArgs),
+    /// Write the workshop starters (workshop/step-N.rs) from the steps and
+    /// xtask/src/workshop/specs.rs; `--check` only says which are stale.
+    Workshop {
+        /// Fail if a committed starter is not what would be written.
+        #[arg(long)]
+        check: bool,
+    },
     /// The book in book/: `outputs` (captured step runs), `build`, `check`, `preprocess`, `go-link`.
     #[command(subcommand)]
     Book(BookCli),
@@ -151,6 +159,7 @@ async fn main() -> ExitCode {
         Command::Bench(args) => bench::bench(args).await,
         Command::FirstBuild(args) => firstbuild::first_build(args),
         Command::HeapProfile(args) => heap::heap_profile(args).await,
+        Command::Workshop { check } => workshop::workshop(check),
         Command::Book(BookCli::Book(command)) => book::run(command).await,
         Command::Book(BookCli::Preprocess { command }) => gosource::preprocess(command),
         Command::Book(BookCli::GoLink { file, name }) => gosource::print_link(&file, &name),

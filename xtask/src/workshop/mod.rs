@@ -1,0 +1,542 @@
+//! `cargo xtask workshop`: writes the starters in `workshop/` from the steps.
+//!
+//! A starter is a step with its layer left as gaps. Nothing in it is typed
+//! twice: the code it shares with a step is copied from that step (or from
+//! the library file the step uses) every time the starters are generated, so
+//! a change to a step reaches its starter, and `cargo xtask workshop --check`
+//! (run by `cargo xtask test` through this module's test) fails while a
+//! committed starter is not what its spec generates.
+//!
+//! What only a starter has is in its [`Spec`] ([`specs`]): the header that
+//! says what to write, each gap's instructions, the few edits that connect the
+//! learner's functions, and, for the steps whose program is the library's
+//! (7 and 8), the `main` that calls the learner's code. Each edit must match
+//! exactly once, so a step that moves under it fails generation with the
+//! edit's text rather than producing a starter that silently differs.
+
+mod specs;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use anyhow::{Context, Result, bail, ensure};
+
+pub use specs::SPECS;
+
+/// How a starter is made.
+pub struct Spec {
+    /// The step's number.
+    pub step: u8,
+    /// The header's first line: `Workshop starter, step 5: {title}.`
+    pub title: &'static str,
+    /// What the learner writes, for the header (Markdown-ish prose, wrapped).
+    pub yours: &'static str,
+    /// The chapter section the header sends the learner to.
+    pub read: &'static str,
+    /// Where the project's own answer is.
+    pub answer: &'static str,
+    /// The lints the gaps trip until they are filled.
+    pub allow: &'static str,
+    /// The starter's code, in order.
+    pub pieces: &'static [Piece],
+}
+
+/// One part of a starter's code.
+pub enum Piece {
+    /// A source file without its `//!` header and `// ANCHOR` lines: each
+    /// `(anchor, with)` region replaced (the lines between `// ANCHOR: name`
+    /// and `// ANCHOR_END: name`), each item of `drop` removed, then each
+    /// `(from, to)` edit applied (each `from` must occur exactly once).
+    File {
+        path: &'static str,
+        regions: &'static [(&'static str, &'static str)],
+        drop: &'static [&'static str],
+        edits: &'static [(&'static str, &'static str)],
+    },
+    /// One top-level item of a source file, with its doc comments, as it is.
+    Item {
+        path: &'static str,
+        name: &'static str,
+    },
+    /// One top-level function as a gap: its doc comments replaced by `doc`
+    /// (after `WRITE THIS.`) and its body by `todo!(todo)`. Taken from the
+    /// `File` piece above when `path` is `None` (in place), else from `path`
+    /// (appended here).
+    Gap {
+        path: Option<&'static str>,
+        name: &'static str,
+        doc: &'static str,
+        todo: &'static str,
+    },
+    /// Code only the starter has: a gap whose signature differs from the
+    /// library's, or a `main` that calls the learner's functions.
+    Own(&'static str),
+}
+
+/// The repository root.
+fn root() -> PathBuf {
+    crate::repo_root()
+}
+
+/// The starter's file, from the repository root.
+pub fn starter_path(step: u8) -> String {
+    format!("workshop/step-{step}.rs")
+}
+
+/// `cargo xtask workshop [--check]`.
+pub fn workshop(check: bool) -> Result<()> {
+    let mut stale = Vec::new();
+    for spec in SPECS {
+        let generated = generate(spec, &root())?;
+        let path = root().join(starter_path(spec.step));
+        let committed = std::fs::read_to_string(&path).unwrap_or_default();
+        if committed == generated {
+            println!("    {}: current", starter_path(spec.step));
+        } else if check {
+            println!("    {}: STALE", starter_path(spec.step));
+            stale.push(starter_path(spec.step));
+        } else {
+            std::fs::write(&path, &generated)
+                .with_context(|| format!("writing {}", path.display()))?;
+            println!("    {}: written", starter_path(spec.step));
+        }
+    }
+    ensure!(
+        stale.is_empty(),
+        "{} no longer what the steps and xtask/src/workshop/specs.rs make; \
+         run `cargo xtask workshop` to write them (never edit a starter by hand)",
+        stale.join(", ")
+    );
+    Ok(())
+}
+
+/// The starter `spec` makes from the sources under `root`, formatted.
+pub fn generate(spec: &Spec, root: &Path) -> Result<String> {
+    let read = |path: &str| {
+        std::fs::read_to_string(root.join(path)).with_context(|| format!("reading {path}"))
+    };
+    let mut code = String::new();
+    let mut file: Option<(&str, String)> = None;
+    for piece in spec.pieces {
+        match piece {
+            Piece::File {
+                path,
+                regions,
+                drop,
+                edits,
+            } => {
+                let mut text = read(path)?;
+                for (anchor, with) in *regions {
+                    let open = format!("// ANCHOR: {anchor}\n");
+                    let close = format!("// ANCHOR_END: {anchor}\n");
+                    let (Some(a), Some(b)) = (text.find(&open), text.find(&close)) else {
+                        bail!("step {}: {path} has no region `{anchor}`", spec.step);
+                    };
+                    let start = text[..a].rfind('\n').map_or(0, |i| i + 1);
+                    let end = b + close.len();
+                    text.replace_range(start..end, with);
+                }
+                let mut text = without_header_and_anchors(&text);
+                for name in *drop {
+                    let item = find_item(&text, name).with_context(|| {
+                        format!("step {}: {path} has no item `{name}` to drop", spec.step)
+                    })?;
+                    // The blank line after it goes too.
+                    let mut end = item.whole.end;
+                    if text[end..].starts_with('\n') {
+                        end += 1;
+                    }
+                    text.replace_range(item.whole.start..end, "");
+                }
+                let name = format!("#[command(name = \"step-{}\"", spec.step);
+                if text.contains(&name) {
+                    text = text.replace(
+                        &name,
+                        &format!("#[command(name = \"workshop-step-{}\"", spec.step),
+                    );
+                }
+                for (from, to) in *edits {
+                    let found = text.matches(from).count();
+                    ensure!(
+                        found == 1,
+                        "step {}: the edit of {path} expects {from:?} once, and finds it {found} times",
+                        spec.step
+                    );
+                    text = text.replacen(from, to, 1);
+                }
+                file = Some((path, text));
+            }
+            Piece::Gap {
+                path: None,
+                name,
+                doc,
+                todo,
+            } => {
+                let (path, text) = file
+                    .as_mut()
+                    .with_context(|| format!("step {}: gap `{name}` without a file", spec.step))?;
+                let item = find_item(text, name)
+                    .with_context(|| format!("step {}: {path} has no `fn {name}`", spec.step))?;
+                let gap = gap_text(&text[item.signature.clone()], doc, todo);
+                text.replace_range(item.whole, &gap);
+            }
+            Piece::Gap {
+                path: Some(path),
+                name,
+                doc,
+                todo,
+            } => {
+                flush(&mut file, &mut code);
+                let source = read(path)?;
+                let item = find_item(&source, name)
+                    .with_context(|| format!("step {}: {path} has no `fn {name}`", spec.step))?;
+                code.push('\n');
+                code.push_str(&gap_text(&source[item.signature.clone()], doc, todo));
+            }
+            Piece::Item { path, name } => {
+                flush(&mut file, &mut code);
+                let source = without_header_and_anchors(&read(path)?);
+                let item = find_item(&source, name)
+                    .with_context(|| format!("step {}: {path} has no item `{name}`", spec.step))?;
+                code.push('\n');
+                code.push_str(&source[item.whole]);
+            }
+            Piece::Own(text) => {
+                flush(&mut file, &mut code);
+                code.push('\n');
+                code.push_str(text);
+            }
+        }
+    }
+    flush(&mut file, &mut code);
+
+    let mut out = header(spec);
+    out.push_str(&code);
+    rustfmt(&out)
+}
+
+/// Moves the `File` piece's text, once its gaps are made, into `code`.
+fn flush(file: &mut Option<(&str, String)>, code: &mut String) {
+    if let Some((_, text)) = file.take() {
+        code.push_str(&text);
+    }
+}
+
+/// The starter's `//!` header and its `#![allow]`.
+fn header(spec: &Spec) -> String {
+    let n = spec.step;
+    let mut doc = vec![
+        format!("Workshop starter, step {n}: {}.", spec.title),
+        String::new(),
+    ];
+    doc.extend(wrap(&format!("Yours to write: {}", spec.yours)));
+    doc.push(String::new());
+    doc.extend(wrap(&format!(
+        "Read: book/src/step-{n}.md, \"{}\". Check your work against a real API server:",
+        spec.read
+    )));
+    doc.push(String::new());
+    doc.push(format!("    cargo xtask check step-{n}"));
+    doc.push(String::new());
+    doc.extend(wrap(&format!(
+        "The project's own answer is {}.",
+        spec.answer
+    )));
+    let mut out: String = doc
+        .iter()
+        .map(|l| {
+            if l.is_empty() {
+                "//!\n".to_string()
+            } else {
+                format!("//! {l}\n")
+            }
+        })
+        .collect();
+    out.push_str(&format!(
+        "\n// The gaps leave what they will use unused until you fill them;\n\
+         // delete this line when you are done.\n#![allow({})]\n",
+        spec.allow
+    ));
+    out
+}
+
+/// `text` in lines of at most 74 characters (78 with `//! `).
+fn wrap(text: &str) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    for word in text.split_whitespace() {
+        if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > 74 {
+            lines.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    if !line.is_empty() {
+        lines.push(line);
+    }
+    lines
+}
+
+/// A source file without its leading `//!` block (and the blank line after
+/// it) and without mdBook's `// ANCHOR` lines.
+fn without_header_and_anchors(text: &str) -> String {
+    let mut lines = text.lines().peekable();
+    while lines.peek().is_some_and(|l| l.starts_with("//!")) {
+        lines.next();
+    }
+    let mut out = String::new();
+    for line in lines {
+        let trimmed = line.trim_start();
+        if trimmed.starts_with("// ANCHOR:") || trimmed.starts_with("// ANCHOR_END:") {
+            continue;
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
+}
+
+/// Where an item is in a text: all of it (docs and attributes included, and
+/// the newline after its closing line), and its signature (from `fn` to the
+/// `{`, exclusive).
+struct ItemSpan {
+    whole: std::ops::Range<usize>,
+    signature: std::ops::Range<usize>,
+}
+
+/// The top-level item `name` (`fn`, `async fn`, `struct`, `enum`, `const`,
+/// any of them `pub`): it starts at column 0 and ends at the next line that
+/// is `}` (or the line ending in `;`).
+fn find_item(text: &str, name: &str) -> Option<ItemSpan> {
+    let mut offsets = Vec::new();
+    let mut at = 0;
+    for line in text.split_inclusive('\n') {
+        offsets.push((at, line));
+        at += line.len();
+    }
+    let is_it = |line: &str| {
+        let rest = line
+            .trim_start_matches("pub(crate) ")
+            .trim_start_matches("pub ")
+            .trim_start_matches("async ");
+        ["fn ", "struct ", "enum ", "const ", "static "]
+            .iter()
+            .any(|kw| {
+                rest.strip_prefix(kw).is_some_and(|r| {
+                    r.starts_with(name)
+                        && !r[name.len()..].starts_with(|c: char| c.is_alphanumeric() || c == '_')
+                })
+            })
+    };
+    let head = offsets.iter().position(|(_, l)| is_it(l))?;
+    let mut first = head;
+    while first > 0 {
+        let above = offsets[first - 1].1.trim_start();
+        if above.starts_with("///") || above.starts_with("#[") {
+            first -= 1;
+        } else {
+            break;
+        }
+    }
+    let last = if offsets[head].1.trim_end().ends_with(';') {
+        head
+    } else {
+        (head..offsets.len()).find(|&i| offsets[i].1.trim_end() == "}")?
+    };
+    let start = offsets[first].0;
+    let end = offsets[last].0 + offsets[last].1.len();
+    let sig_start = offsets[head].0;
+    let sig_end = sig_start + text[sig_start..end].find('{')?;
+    Some(ItemSpan {
+        whole: start..end,
+        signature: sig_start..sig_end,
+    })
+}
+
+/// A gap: the instructions, the signature, and a `todo!` body.
+fn gap_text(signature: &str, doc: &str, todo: &str) -> String {
+    let mut out = String::new();
+    for (i, line) in doc.lines().enumerate() {
+        let line = if i == 0 {
+            format!("WRITE THIS. {line}")
+        } else {
+            line.to_string()
+        };
+        if line.is_empty() {
+            out.push_str("///\n");
+        } else {
+            out.push_str(&format!("/// {line}\n"));
+        }
+    }
+    // A library function's `pub` means nothing in a starter's binary.
+    out.push_str(signature.trim_start_matches("pub ").trim_end());
+    out.push_str(&format!(" {{\n    todo!({todo:?})\n}}\n"));
+    out
+}
+
+/// `code` through rustfmt (edition 2024), as `cargo fmt` would leave it.
+fn rustfmt(code: &str) -> Result<String> {
+    use std::io::Write;
+    let mut child = Command::new("rustfmt")
+        .args(["--edition", "2024", "--emit", "stdout"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .context("running rustfmt (rustup component add rustfmt)")?;
+    child
+        .stdin
+        .take()
+        .context("rustfmt's stdin")?
+        .write_all(code.as_bytes())?;
+    let output = child.wait_with_output()?;
+    if !output.status.success() {
+        bail!(
+            "rustfmt rejected a generated starter:\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    Ok(String::from_utf8(output.stdout)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_committed_starter_is_what_its_spec_makes() {
+        let mut stale = Vec::new();
+        for spec in SPECS {
+            let generated = generate(spec, &root()).expect("the starter generates");
+            let committed =
+                std::fs::read_to_string(root().join(starter_path(spec.step))).unwrap_or_default();
+            if generated != committed {
+                stale.push(starter_path(spec.step));
+            }
+        }
+        assert!(
+            stale.is_empty(),
+            "stale starters (run `cargo xtask workshop`): {stale:?}"
+        );
+    }
+
+    #[test]
+    fn every_step_with_a_starter_has_a_spec_and_no_other() {
+        let registry: Vec<u8> = testcluster::steps::STEPS
+            .iter()
+            .filter(|s| s.starter.is_some())
+            .map(|s| s.number)
+            .collect();
+        let specs: Vec<u8> = SPECS.iter().map(|s| s.step).collect();
+        assert_eq!(registry, specs);
+        for step in testcluster::steps::STEPS {
+            if let Some(starter) = step.starter {
+                assert_eq!(starter.file, starter_path(step.number));
+            }
+        }
+    }
+
+    /// A step file, a spec over it, and a change to the step.
+    fn scratch(step: &str) -> tempdir::Scratch {
+        tempdir::Scratch::with("steps/step-9.rs", step)
+    }
+
+    mod tempdir {
+        pub struct Scratch(pub std::path::PathBuf);
+        impl Scratch {
+            pub fn with(path: &str, text: &str) -> Scratch {
+                let dir = std::env::temp_dir().join(format!(
+                    "workshop-test-{}-{}",
+                    std::process::id(),
+                    rand_suffix()
+                ));
+                std::fs::create_dir_all(dir.join(path).parent().unwrap()).unwrap();
+                std::fs::write(dir.join(path), text).unwrap();
+                Scratch(dir)
+            }
+        }
+        impl Drop for Scratch {
+            fn drop(&mut self) {
+                let _ = std::fs::remove_dir_all(&self.0);
+            }
+        }
+        fn rand_suffix() -> u128 {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos()
+        }
+    }
+
+    const STEP: &str = "//! Step 9 — the reference.\n\
+        //!\n//! Its own header.\n\n\
+        use std::sync::Arc;\n\n\
+        #[command(name = \"step-9\", version)]\n\
+        struct Args;\n\n\
+        fn main() {\n    // ANCHOR: call\n    let n = sync(1);\n    // ANCHOR_END: call\n}\n\n\
+        // ANCHOR: sync\n\
+        /// Adds one.\n\
+        fn sync(a: u8) -> u8 {\n    a + 1\n}\n\
+        // ANCHOR_END: sync\n";
+
+    const SPEC: Spec = Spec {
+        step: 9,
+        title: "the test",
+        yours: "`sync`.",
+        read: "The Rust code",
+        answer: "steps/step-9.rs",
+        allow: "unused_variables",
+        pieces: &[
+            Piece::File {
+                path: "steps/step-9.rs",
+                regions: &[],
+                drop: &[],
+                edits: &[("let n = sync(1);", "let n = sync(2);")],
+            },
+            Piece::Gap {
+                path: None,
+                name: "sync",
+                doc: "Go: `sync`. Add one.",
+                todo: "step 9: sync",
+            },
+        ],
+    };
+
+    #[test]
+    fn a_gap_keeps_the_signature_and_drops_the_answer() {
+        let dir = scratch(STEP);
+        let starter = generate(&SPEC, &dir.0).unwrap();
+        assert!(starter.starts_with("//! Workshop starter, step 9: the test.\n"));
+        assert!(starter.contains("#![allow(unused_variables)]"));
+        assert!(starter.contains("#[command(name = \"workshop-step-9\""));
+        assert!(starter.contains("let n = sync(2);"));
+        assert!(starter.contains("/// WRITE THIS. Go: `sync`. Add one.\nfn sync(a: u8) -> u8 {\n    todo!(\"step 9: sync\")\n}"), "{starter}");
+        assert!(!starter.contains("a + 1"), "the answer leaked: {starter}");
+        assert!(!starter.contains("ANCHOR"), "{starter}");
+        assert!(!starter.contains("Its own header"), "{starter}");
+    }
+
+    #[test]
+    fn a_changed_step_changes_its_starter() {
+        let before = generate(&SPEC, &scratch(STEP).0).unwrap();
+        let changed = STEP.replace("use std::sync::Arc;", "use std::sync::{Arc, Mutex};");
+        let after = generate(&SPEC, &scratch(&changed).0).unwrap();
+        assert_ne!(before, after);
+        assert!(after.contains("use std::sync::{Arc, Mutex};"));
+    }
+
+    #[test]
+    fn an_edit_the_step_no_longer_has_fails_with_its_text() {
+        let moved = STEP.replace("let n = sync(1);", "let n = sync(10);");
+        let err = generate(&SPEC, &scratch(&moved).0).unwrap_err();
+        assert!(
+            format!("{err:#}").contains("expects \"let n = sync(1);\" once, and finds it 0 times"),
+            "{err:#}"
+        );
+        let gone = STEP.replace("fn sync(", "fn sync_handler(");
+        let err = generate(&SPEC, &scratch(&gone).0).unwrap_err();
+        assert!(format!("{err:#}").contains("no `fn sync`"), "{err:#}");
+    }
+}
