@@ -37,6 +37,10 @@ pub struct Spec {
     pub answer: &'static str,
     /// The lints the gaps trip until they are filled.
     pub allow: &'static str,
+    /// The chapter's includes (`FILE:ANCHOR`) that show the code of the
+    /// gaps: the chapter collapses each into a `<details class="solution">`,
+    /// so a learner sent there by a gap reads the prose, not the answer.
+    pub solutions: &'static [&'static str],
     /// The starter's code, in order.
     pub pieces: &'static [Piece],
 }
@@ -101,13 +105,52 @@ pub fn workshop(check: bool) -> Result<()> {
             println!("    {}: written", starter_path(spec.step));
         }
     }
+    for spec in SPECS {
+        let chapter = format!("book/src/step-{}.md", spec.step);
+        let page = std::fs::read_to_string(root().join(&chapter))
+            .with_context(|| format!("reading {chapter}"))?;
+        for target in open_solutions(spec, &page) {
+            println!("    {chapter}: the gap code {target} is not collapsed");
+            stale.push(format!("{chapter} ({target} shown open)"));
+        }
+    }
     ensure!(
         stale.is_empty(),
-        "{} no longer what the steps and xtask/src/workshop/specs.rs make; \
-         run `cargo xtask workshop` to write them (never edit a starter by hand)",
+        "{} not what the steps and xtask/src/workshop/specs.rs make: run \
+         `cargo xtask workshop` to write the starters (never edit one by hand), and \
+         wrap a gap's code in its chapter in <details class=\"solution\">",
         stale.join(", ")
     );
     Ok(())
+}
+
+/// Byte ranges of `<details class="solution">` … `</details>` in a page.
+fn solution_blocks(page: &str) -> Vec<std::ops::Range<usize>> {
+    let open = "<details class=\"solution\">";
+    page.match_indices(open)
+        .filter_map(|(start, _)| {
+            let end = page[start..].find("</details>")? + start;
+            Some(start..end)
+        })
+        .collect()
+}
+
+/// The includes of `spec`'s solutions that the chapter shows outside a
+/// collapsed solution block (or not at all).
+pub fn open_solutions(spec: &Spec, page: &str) -> Vec<String> {
+    let blocks = solution_blocks(page);
+    spec.solutions
+        .iter()
+        .filter(|target| {
+            let include = format!("{{{{#include ../../{target}}}}}");
+            let found: Vec<usize> = page.match_indices(&include).map(|(at, _)| at).collect();
+            found.is_empty()
+                || found
+                    .iter()
+                    .any(|at| !blocks.iter().any(|b| b.contains(at)))
+        })
+        .map(|t| t.to_string())
+        .collect()
 }
 
 /// The starter `spec` makes from the sources under `root`, formatted.
@@ -423,6 +466,45 @@ mod tests {
     }
 
     #[test]
+    fn the_code_of_every_gap_is_collapsed_in_its_chapter() {
+        let mut open = Vec::new();
+        for spec in SPECS {
+            assert!(
+                !spec.solutions.is_empty(),
+                "step {}: no solutions listed",
+                spec.step
+            );
+            let chapter = root().join(format!("book/src/step-{}.md", spec.step));
+            let page = std::fs::read_to_string(&chapter).expect("the chapter");
+            for target in open_solutions(spec, &page) {
+                open.push(format!("book/src/step-{}.md: {target}", spec.step));
+            }
+        }
+        assert!(
+            open.is_empty(),
+            "a gap's code shown open (or not at all) in its chapter; wrap its include in \
+             <details class=\"solution\">:\n{}",
+            open.join("\n")
+        );
+    }
+
+    #[test]
+    fn a_solution_shown_open_is_found() {
+        let spec = Spec {
+            solutions: &["steps/step-9.rs:sync"],
+            ..SPEC
+        };
+        let collapsed = "<details class=\"solution\">\n<summary>x</summary>\n\n```rust\n\
+                         {{#include ../../steps/step-9.rs:sync}}\n```\n\n</details>\n";
+        assert!(open_solutions(&spec, collapsed).is_empty());
+        let open = "```rust\n{{#include ../../steps/step-9.rs:sync}}\n```\n";
+        assert_eq!(open_solutions(&spec, open), ["steps/step-9.rs:sync"]);
+        assert_eq!(open_solutions(&spec, "nothing"), ["steps/step-9.rs:sync"]);
+        let both = format!("{collapsed}{open}");
+        assert_eq!(open_solutions(&spec, &both), ["steps/step-9.rs:sync"]);
+    }
+
+    #[test]
     fn every_step_with_a_starter_has_a_spec_and_no_other() {
         let registry: Vec<u8> = testcluster::steps::STEPS
             .iter()
@@ -488,6 +570,7 @@ mod tests {
         read: "The Rust code",
         answer: "steps/step-9.rs",
         allow: "unused_variables",
+        solutions: &[],
         pieces: &[
             Piece::File {
                 path: "steps/step-9.rs",

@@ -17,6 +17,11 @@ const STEP_2: Spec = Spec {
     read: "The Rust code",
     answer: "steps/step-2.rs",
     allow: "unused_variables, unused_imports, dead_code",
+    solutions: &[
+        "steps/step-2.rs:informers",
+        "steps/step-2.rs:start",
+        "steps/step-2.rs:wait_for_sync",
+    ],
     pieces: &[
         Piece::File {
             path: "steps/step-2.rs",
@@ -82,6 +87,10 @@ const STEP_3: Spec = Spec {
     answer: "src/handlers.rs (`on_foo`, `on_deployment`, `handle_object`), used by \
              steps/step-3.rs",
     allow: "unused_variables, unused_imports",
+    solutions: &[
+        "src/handlers.rs:foo_handler",
+        "src/handlers.rs:deployment_handler",
+    ],
     pieces: &[
         Piece::File {
             path: "steps/step-3.rs",
@@ -139,6 +148,7 @@ const STEP_4: Spec = Spec {
     read: "The Rust code",
     answer: "src/workqueue.rs (`run`, `run_until`), used by steps/step-4.rs",
     allow: "unused_variables, unused_imports",
+    solutions: &["src/workqueue.rs:run", "src/workqueue.rs:run_until"],
     pieces: &[
         Piece::File {
             path: "steps/step-4.rs",
@@ -199,6 +209,7 @@ const STEP_5: Spec = Spec {
     read: "The Rust code",
     answer: "steps/step-5.rs",
     allow: "unused_variables, unused_imports, dead_code",
+    solutions: &["steps/step-5.rs:sync_handler"],
     pieces: &[
         Piece::File {
             path: "steps/step-5.rs",
@@ -236,6 +247,7 @@ const STEP_6: Spec = Spec {
     read: "The Rust code",
     answer: "steps/step-6.rs",
     allow: "unused_variables, unused_imports",
+    solutions: &["steps/step-6.rs:update_foo_status"],
     pieces: &[
         Piece::File {
             path: "steps/step-6.rs",
@@ -272,6 +284,7 @@ const STEP_7: Spec = Spec {
     read: "The Rust code",
     answer: "src/controller.rs (`Controller`), used by steps/step-7.rs",
     allow: "unused_variables, unused_imports",
+    solutions: &["src/controller.rs:sync_handler"],
     pieces: &[
         Piece::File {
             path: "steps/step-6.rs",
@@ -373,6 +386,11 @@ const STEP_8: Spec = Spec {
     answer: "step8/src/reconciler.rs (`sync`, `drifted`, `update_foo_status`), used by \
              steps/step-8.rs",
     allow: "unused_variables, unused_imports, dead_code",
+    solutions: &[
+        "step8/src/reconciler.rs:sync",
+        "step8/src/reconciler.rs:drifted",
+        "step8/src/reconciler.rs:update_foo_status",
+    ],
     pieces: &[
         Piece::Own(
             "use std::sync::Arc;
