@@ -34,11 +34,11 @@ use kube::runtime::watcher;
 use kube::{Api, Client, ResourceExt};
 use sample_controller::Foo;
 use sample_controller::config::{ClientFlags, client_from_flags};
-use sample_controller::controller::{
-    FIELD_MANAGER, MESSAGE_RESOURCE_SYNCED, SUCCESS_SYNCED, publish, recorder,
-};
 use sample_controller::deployment::new_deployment;
 use sample_controller::informer::watch_list;
+use sample_controller::vocabulary::{
+    FIELD_MANAGER, MESSAGE_RESOURCE_SYNCED, SUCCESS_SYNCED, publish, recorder,
+};
 use tokio::sync::oneshot;
 
 /// The benchmark's floor: a sample controller's necessary requests only.

@@ -11,6 +11,7 @@ pub mod deployment;
 pub mod diagnose;
 pub mod telemetry;
 pub mod types;
+pub mod vocabulary;
 
 pub use types::{Foo, FooSpec, FooStatus};
 

@@ -154,11 +154,9 @@ impl<K: Eq + Hash + Clone> RateLimiter<K> {
             .max(self.overall.reserve_at(Instant::now()))
     }
 
-    /// How long to wait before a retry that should not count against any
-    /// key: `delay`, or longer if the overall bucket is empty. Not in Go
-    /// (step 8's `error_policy` uses it when the API server did not answer).
-    pub fn when_unavailable(&self, delay: Duration) -> Duration {
-        delay.max(self.overall.reserve_at(Instant::now()))
+    /// The limit shared by all keys. Go: the `BucketRateLimiter` half.
+    pub fn overall(&self) -> &TokenBucket {
+        &self.overall
     }
 
     /// Resets `key`'s backoff after a successful sync. Go: `Forget`.

@@ -18,10 +18,10 @@ use kube::api::PostParams;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Api, Client, ResourceExt};
 use sample_controller::config::{ClientFlags, NamespaceFlag, client_from_flags};
-use sample_controller::controller::{Error, FIELD_MANAGER};
 use sample_controller::deployment::{is_controlled_by, new_deployment};
 use sample_controller::diagnose::{Fatal, preflight};
 use sample_controller::handlers::start_informers;
+use sample_controller::vocabulary::{Error, FIELD_MANAGER};
 use sample_controller::workqueue;
 use sample_controller::{Foo, FooStatus, rbac, signals, telemetry};
 

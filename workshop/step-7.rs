@@ -28,13 +28,13 @@ use kube::runtime::events::{EventType, Recorder};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Api, Client, ResourceExt};
 use sample_controller::config::{ClientFlags, NamespaceFlag, client_from_flags};
-use sample_controller::controller::{
-    ERR_RESOURCE_EXISTS, Error, FIELD_MANAGER, MESSAGE_RESOURCE_SYNCED, SUCCESS_SYNCED,
-    message_resource_exists, publish, recorder,
-};
 use sample_controller::deployment::{is_controlled_by, new_deployment};
 use sample_controller::diagnose::{Fatal, preflight};
 use sample_controller::handlers::start_informers;
+use sample_controller::vocabulary::{
+    ERR_RESOURCE_EXISTS, Error, FIELD_MANAGER, MESSAGE_RESOURCE_SYNCED, SUCCESS_SYNCED,
+    message_resource_exists, publish, recorder,
+};
 use sample_controller::workqueue;
 use sample_controller::{Foo, FooStatus, rbac, signals, telemetry};
 
@@ -207,7 +207,7 @@ fn resync_period() -> Option<Duration> {
 /// failed because the Deployment name is taken (`Error::ResourceExists(name)`),
 /// a Warning Event with reason `ERR_RESOURCE_EXISTS` and message
 /// `message_resource_exists(name)`. No Event for other errors. Record with
-/// `publish(recorder, foo, EventType::…, reason, message)` (src/controller.rs).
+/// `publish(recorder, foo, EventType::…, reason, message)` (src/vocabulary.rs).
 async fn record(recorder: &Recorder, foo: &Foo, result: &Result<(), Error>) {
     todo!("step 7: the Events (book/src/step-7.md#the-rust-code)")
 }

@@ -31,12 +31,13 @@ use kube::runtime::events::EventType;
 use kube::runtime::reflector::ObjectRef;
 use kube::{Api, Resource, ResourceExt};
 use sample_controller::config::{ClientFlags, NamespaceFlag, client_from_flags};
-use sample_controller::controller::{
-    Error, FIELD_MANAGER, MESSAGE_RESOURCE_SYNCED, SUCCESS_SYNCED, ensure_controlled, publish,
-};
 use sample_controller::deployment::new_deployment;
 use sample_controller::diagnose::{Fatal, check_reachable};
+use sample_controller::vocabulary::{
+    FIELD_MANAGER, MESSAGE_RESOURCE_SYNCED, SUCCESS_SYNCED, ensure_controlled, publish,
+};
 use sample_controller::{Foo, FooStatus, signals, telemetry};
+use step8::error::Error;
 use step8::probes::Probes;
 use step8::reconciler::{self, Context};
 

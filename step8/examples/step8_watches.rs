@@ -27,8 +27,9 @@ use sample_controller::config::{ClientFlags, NamespaceFlag, client_from_flags};
 use sample_controller::handlers::handle_object;
 use sample_controller::informer::{key_string, watch_list};
 use sample_controller::{Foo, signals, telemetry};
+use step8::caches::Synced;
 use step8::probes::Probes;
-use step8::reconciler::{Context, Synced, error_policy, reconcile};
+use step8::reconciler::{Context, error_policy, reconcile};
 
 /// Step 8's controller, with Go's `handleObject` deciding which Foo a
 /// Deployment change concerns.

@@ -8,6 +8,8 @@
 //! `cargo run --bin step-1` compiles none of those (book: Performance, "The
 //! first build").
 
+pub mod caches;
+pub mod error;
 pub mod leader;
 pub mod metrics;
 pub mod probes;

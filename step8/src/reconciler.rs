@@ -11,31 +11,27 @@
 //! (`src/workqueue.rs`), which kube-runtime does not have
 //! (<https://github.com/kube-rs/kube/issues/1916>).
 
-use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use futures::{Stream, StreamExt, future, stream};
-use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, DeploymentStatus};
-use k8s_openapi::api::core::v1::{Container, PodSpec, PodTemplateSpec};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use futures::{StreamExt, future};
+use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::runtime::controller::{self, Action, Controller};
 use kube::runtime::events::{EventType, Recorder};
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource, ResourceExt};
-use tokio::sync::watch;
 
+use crate::caches::{Synced, drop_managed_fields, relevant_changes, settled, strip_deployment};
+use crate::error::Error;
 use crate::probes::Probes;
-use sample_controller::controller::{
-    Error, FIELD_MANAGER, MESSAGE_RESOURCE_SYNCED, SUCCESS_SYNCED, ensure_controlled, publish,
-    recorder,
-};
 use sample_controller::deployment::new_deployment;
-use sample_controller::diagnose::explain_watch;
 use sample_controller::informer::{key_string, watch_list};
 use sample_controller::signals::Shutdown;
+use sample_controller::vocabulary::{
+    FIELD_MANAGER, MESSAGE_RESOURCE_SYNCED, SUCCESS_SYNCED, ensure_controlled, publish, recorder,
+};
 use sample_controller::workqueue::RateLimiter;
 use sample_controller::{Foo, FooStatus};
 
@@ -77,121 +73,6 @@ impl Context {
     }
 }
 // ANCHOR_END: context
-
-// ANCHOR: synced
-/// Whether a cache holds its first full list; any number of tasks can wait
-/// for it. Go: an informer's `HasSynced`.
-///
-/// Not kube's `Store::wait_until_ready`: it wraps a single oneshot receiver,
-/// which keeps the waker of the last task that polled it, so of several
-/// tasks waiting at once only the last is woken (a unit test below shows
-/// it). The `Controller` already waits on the Foo store, and every reconcile
-/// would wait on the Deployment store; a lost wake-up left reconciles
-/// waiting forever, and a stop waiting for them.
-#[derive(Clone)]
-pub struct Synced {
-    flag: watch::Receiver<bool>,
-    stop: Option<Shutdown>,
-}
-
-impl Synced {
-    /// A flag, not set, and the way to set it.
-    pub fn new() -> (watch::Sender<bool>, Self) {
-        let (tx, flag) = watch::channel(false);
-        (tx, Synced { flag, stop: None })
-    }
-
-    /// The same flag, whose [`Synced::wait`] also gives up at `shutdown`
-    /// (a stopping Controller no longer fills its caches).
-    pub fn or_stop_on(self, shutdown: Shutdown) -> Self {
-        Synced {
-            stop: Some(shutdown),
-            ..self
-        }
-    }
-
-    /// Whether the cache is filled now.
-    pub fn is_set(&self) -> bool {
-        *self.flag.borrow()
-    }
-
-    /// A flag that is already set (for tests).
-    pub fn already() -> Self {
-        let (tx, synced) = Self::new();
-        tx.send_replace(true);
-        synced
-    }
-
-    /// Waits until the cache is filled; fails if its watch stopped first.
-    pub async fn wait(&self) -> Result<(), Error> {
-        let mut rx = self.flag.clone();
-        let filled = rx.wait_for(|synced| *synced);
-        let stopped = async {
-            match &self.stop {
-                Some(shutdown) => shutdown.clone().await,
-                None => future::pending().await,
-            }
-        };
-        tokio::select! {
-            filled = filled => filled.map(|_| ()).map_err(|_| Error::CacheStopped),
-            () = stopped => Err(Error::CacheStopped),
-        }
-    }
-}
-
-/// What the `Controller` gets from a reflected watch: its events, with
-/// three changes, and `synced` set once the store holds its first full list.
-///
-/// - *Watch errors are logged here and not passed on.* The watcher retries
-///   them with its own backoff; an error that reached the `Controller` made
-///   it pause every trigger behind a backoff of its own, so both watches
-///   recovered late from an API server restart.
-/// - *A (re)list's objects (`InitApply`) are held until the whole list is in
-///   (`InitDone`).* The store shows a relist only at `InitDone`, when it
-///   swaps in the new list; a trigger sent earlier starts a reconcile that
-///   reads the old contents, finds nothing to do, and is not triggered
-///   again. After an API server restart, a Deployment that became available
-///   while the watch relisted left its Foo reporting 0 (found by the parity
-///   scenario "kube-apiserver restarted while Foos are being created"). Go's
-///   informer updates its cache before it calls a handler; this keeps that
-///   order.
-/// - `InitDone` sets `synced`.
-fn settled<K, S>(
-    events: S,
-    resource: &'static str,
-    synced: watch::Sender<bool>,
-) -> impl Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send
-where
-    K: Send,
-    S: Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send,
-{
-    let mut held = Vec::new();
-    events.flat_map(move |event| {
-        let out = match event {
-            Err(err) => {
-                tracing::warn!("{}", explain_watch(&err, resource));
-                Vec::new()
-            }
-            Ok(watcher::Event::Init) => {
-                held.clear();
-                vec![Ok(watcher::Event::Init)]
-            }
-            Ok(watcher::Event::InitApply(obj)) => {
-                held.push(Ok(watcher::Event::InitApply(obj)));
-                Vec::new()
-            }
-            Ok(watcher::Event::InitDone) => {
-                synced.send_replace(true);
-                let mut out = std::mem::take(&mut held);
-                out.push(Ok(watcher::Event::InitDone));
-                out
-            }
-            other => vec![other],
-        };
-        stream::iter(out)
-    })
-}
-// ANCHOR_END: synced
 
 // ANCHOR: run
 /// Watches Foos and the Deployments they own and reconciles each Foo that
@@ -343,7 +224,9 @@ pub async fn reconcile(foo: Arc<Foo>, ctx: Arc<Context>) -> Result<Action, Error
 pub fn error_policy(foo: Arc<Foo>, err: &Error, ctx: Arc<Context>) -> Action {
     let key = ObjectRef::from(foo.as_ref());
     let delay = if server_unavailable(err) {
-        ctx.backoff.when_unavailable(UNAVAILABLE_RETRY)
+        // Not in Go: the key's backoff stays as it is; only the overall
+        // bucket can make the wait longer.
+        UNAVAILABLE_RETRY.max(ctx.backoff.overall().reserve_at(Instant::now()))
     } else {
         ctx.backoff.when(&key)
     };
@@ -362,9 +245,9 @@ pub const UNAVAILABLE_RETRY: Duration = Duration::from_secs(1);
 /// Whether `err` means the API server was not there to answer, rather than
 /// that it refused this request.
 fn server_unavailable(err: &Error) -> bool {
-    match err {
-        Error::Kube(kube::Error::Api(status)) => status.code >= 500 || status.code == 429,
-        Error::Kube(kube::Error::HyperError(_) | kube::Error::Service(_)) => true,
+    match err.kube() {
+        Some(kube::Error::Api(status)) => status.code >= 500 || status.code == 429,
+        Some(kube::Error::HyperError(_) | kube::Error::Service(_)) => true,
         _ => false,
     }
 }
@@ -564,165 +447,6 @@ async fn update_foo_status(
 }
 // ANCHOR_END: update_foo_status
 
-// ANCHOR: relevant_changes
-/// The Deployments whose change can matter to their Foo: every delete, and
-/// every add or update that changed the spec (generation), the owner
-/// references or the available replicas. Go: the Deployment handlers, which
-/// pass every change but a resync replay.
-///
-/// Idiom: a predicate. kube-controller-manager updates a Deployment's status
-/// several times while it rolls out (replicas, updated, ready, conditions);
-/// only `availableReplicas` matters here, so the others reconcile nothing.
-/// Written out rather than `predicate_filter`, which would also drop a
-/// delete (its hash is that of the last update).
-///
-/// A Deployment deleted while the watch was down never comes as a delete:
-/// the relist that follows simply leaves it out, and kube's store drops it
-/// without a word. Each one that was seen before and is missing from a
-/// relist is passed on as deleted, so its Foo is reconciled. Go: the
-/// informer's `DeletedFinalStateUnknown`, which reaches `handleObject`.
-fn relevant_changes(
-    events: impl Stream<Item = Result<watcher::Event<Deployment>, watcher::Error>> + Send,
-) -> impl Stream<Item = Result<Deployment, watcher::Error>> + Send {
-    // Per Deployment: the hash of what matters, and who owns it.
-    let mut seen: HashMap<ObjectRef<Deployment>, (u64, Deployment)> = HashMap::new();
-    // The Deployments of the relist under way, if one is.
-    let mut relisted: Option<HashSet<ObjectRef<Deployment>>> = None;
-    events.flat_map(move |event| {
-        let relevant = match event {
-            Ok(watcher::Event::Apply(d) | watcher::Event::InitApply(d)) => {
-                let key = ObjectRef::from(&d);
-                if let Some(listed) = relisted.as_mut() {
-                    listed.insert(key.clone());
-                }
-                let hash = relevance(&d);
-                let before = seen.insert(key, (hash, owners_of(&d)));
-                if before.is_some_and(|(h, _)| h == hash) {
-                    Vec::new()
-                } else {
-                    vec![Ok(d)]
-                }
-            }
-            Ok(watcher::Event::Delete(d)) => {
-                seen.remove(&ObjectRef::from(&d));
-                vec![Ok(d)]
-            }
-            Ok(watcher::Event::Init) => {
-                relisted = Some(HashSet::new());
-                Vec::new()
-            }
-            Ok(watcher::Event::InitDone) => {
-                let listed = relisted.take().unwrap_or_default();
-                let vanished: Vec<_> = seen
-                    .keys()
-                    .filter(|key| !listed.contains(*key))
-                    .cloned()
-                    .collect();
-                vanished
-                    .iter()
-                    .filter_map(|key| seen.remove(key))
-                    .map(|(_, owners)| Ok(owners))
-                    .collect()
-            }
-            Err(err) => vec![Err(err)],
-        };
-        stream::iter(relevant)
-    })
-}
-
-/// What `owns` needs of a Deployment to find its Foos: its name, namespace
-/// and owner references.
-fn owners_of(deployment: &Deployment) -> Deployment {
-    Deployment {
-        metadata: ObjectMeta {
-            name: deployment.metadata.name.clone(),
-            namespace: deployment.metadata.namespace.clone(),
-            owner_references: deployment.metadata.owner_references.clone(),
-            ..ObjectMeta::default()
-        },
-        ..Deployment::default()
-    }
-}
-
-/// A hash of what `reconcile` reads from a Deployment.
-fn relevance(deployment: &Deployment) -> u64 {
-    use std::hash::{DefaultHasher, Hash, Hasher};
-    let mut hasher = DefaultHasher::new();
-    deployment.uid().hash(&mut hasher);
-    deployment.metadata.generation.hash(&mut hasher);
-    for owner in deployment.owner_references() {
-        (&owner.uid, &owner.kind, owner.controller).hash(&mut hasher);
-    }
-    deployment
-        .status
-        .as_ref()
-        .and_then(|s| s.available_replicas)
-        .hash(&mut hasher);
-    hasher.finish()
-}
-// ANCHOR_END: relevant_changes
-
-/// Removes what no reconcile reads before an object is cached.
-fn drop_managed_fields<K: Resource>(obj: &mut K) {
-    obj.managed_fields_mut().clear();
-    if let Some(annotations) = obj.meta_mut().annotations.as_mut() {
-        annotations.remove("kubectl.kubernetes.io/last-applied-configuration");
-    }
-}
-
-// ANCHOR: strip_deployment
-/// Reduces a Deployment to what a reconcile and [`relevant_changes`] read,
-/// before it is cached: its name, namespace, UID, resourceVersion,
-/// generation and owner references ([`ensure_controlled`], the `owns`
-/// trigger, the apply's precondition, the predicate); the replicas, pod
-/// labels and containers' names and images of its spec ([`drifted`]); the
-/// available replicas of its status (the Foo's status). Everything else,
-/// the fields the API server defaults (strategy, pod `dnsPolicy`,
-/// `terminationMessagePath`, ...), annotations, labels, managedFields and the
-/// status conditions, nobody here reads.
-///
-/// A reconcile that changes the Deployment works on the API server's
-/// answer, the whole object; only what comes through the watch is stripped.
-pub fn strip_deployment(deployment: &mut Deployment) {
-    let metadata = std::mem::take(&mut deployment.metadata);
-    deployment.metadata = ObjectMeta {
-        name: metadata.name,
-        namespace: metadata.namespace,
-        uid: metadata.uid,
-        resource_version: metadata.resource_version,
-        generation: metadata.generation,
-        owner_references: metadata.owner_references,
-        ..ObjectMeta::default()
-    };
-    deployment.spec = deployment.spec.take().map(|spec| DeploymentSpec {
-        replicas: spec.replicas,
-        template: PodTemplateSpec {
-            metadata: spec.template.metadata.map(|m| ObjectMeta {
-                labels: m.labels,
-                ..ObjectMeta::default()
-            }),
-            spec: spec.template.spec.map(|pod| PodSpec {
-                containers: pod
-                    .containers
-                    .into_iter()
-                    .map(|c| Container {
-                        name: c.name,
-                        image: c.image,
-                        ..Container::default()
-                    })
-                    .collect(),
-                ..PodSpec::default()
-            }),
-        },
-        ..DeploymentSpec::default()
-    });
-    deployment.status = deployment.status.take().map(|status| DeploymentStatus {
-        available_replicas: status.available_replicas,
-        ..DeploymentStatus::default()
-    });
-}
-// ANCHOR_END: strip_deployment
-
 /// Marks the process ready and logs `Starting workers` once both caches hold
 /// their first full list.
 async fn report_ready(foos: Synced, deployments: Synced, probes: Arc<Probes>, workers: u16) {
@@ -752,102 +476,25 @@ fn log_result(result: Result<(ObjectRef<Foo>, Action), controller::Error<Error, 
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+    use crate::caches::relevance;
     use http::Method;
     use sample_controller::fixtures::{cache, foo, mock_client, stored};
+    use sample_controller::vocabulary;
     use serde_json::json;
 
     const DEPLOYMENTS: &str = "/apis/apps/v1/namespaces/default/deployments";
     const FOO_STATUS: &str =
         "/apis/samplecontroller.k8s.io/v1alpha1/namespaces/default/foos/test/status";
 
-    fn context(client: Client, deployments: Vec<Deployment>) -> Arc<Context> {
+    pub(crate) fn context(client: Client, deployments: Vec<Deployment>) -> Arc<Context> {
         Arc::new(Context::new(
             client,
             cache(deployments),
             Synced::already(),
             Arc::default(),
         ))
-    }
-
-    /// Why step 8 does not use `Store::wait_until_ready`: of two tasks
-    /// waiting at once, kube-runtime 5.0.0 wakes only the one that polled
-    /// last. If this test fails, kube fixed it, and `Synced` can go.
-    #[tokio::test]
-    async fn kubes_store_readiness_wakes_only_the_last_of_two_waiters() {
-        let (store, mut writer) = reflector::store::<Deployment>();
-        let (first, second) = (store.clone(), store.clone());
-        let first = tokio::spawn(async move { first.wait_until_ready().await });
-        tokio::task::yield_now().await;
-        let second = tokio::spawn(async move { second.wait_until_ready().await });
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        writer.apply_watcher_event(&watcher::Event::Init);
-        writer.apply_watcher_event(&watcher::Event::InitDone);
-        let woken = |task: tokio::task::JoinHandle<_>| async move {
-            tokio::time::timeout(Duration::from_millis(500), task)
-                .await
-                .is_ok()
-        };
-        assert!(woken(second).await, "the last waiter is woken");
-        assert!(!woken(first).await, "the first waiter is not");
-    }
-
-    #[tokio::test]
-    async fn a_relists_objects_trigger_only_once_the_store_shows_them() {
-        use watcher::Event::*;
-        let (store, writer) = reflector::store::<Deployment>();
-        let old = stored(new_deployment(&foo("test", Some(1))), 0);
-        let new = stored(new_deployment(&foo("test", Some(1))), 1);
-        let events = futures::stream::iter(
-            [
-                Init,
-                InitApply(old),
-                InitDone,
-                Init,
-                InitApply(new),
-                InitDone,
-            ]
-            .map(Ok),
-        );
-        let reader = store.clone();
-        let (filled, synced) = Synced::new();
-        let seen: Vec<_> = settled(events.reflect(writer), "deployments", filled)
-            .filter_map(|e| {
-                future::ready(match e {
-                    Ok(InitApply(d)) => Some(d),
-                    _ => None,
-                })
-            })
-            .map(|d| {
-                // What a reconcile triggered now would read from the store.
-                let cached = reader.get(&ObjectRef::from(&d)).unwrap();
-                cached.status.clone().and_then(|s| s.available_replicas)
-            })
-            .collect()
-            .await;
-        assert_eq!(seen, [Some(0), Some(1)]);
-        assert!(synced.is_set(), "the first InitDone marks the cache filled");
-    }
-
-    #[tokio::test]
-    async fn every_task_waiting_for_synced_is_woken() {
-        let (tx, synced) = Synced::new();
-        let waiters: Vec<_> = (0..3)
-            .map(|_| {
-                let synced = synced.clone();
-                tokio::spawn(async move { synced.wait().await })
-            })
-            .collect();
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        tx.send_replace(true);
-        for waiter in waiters {
-            tokio::time::timeout(Duration::from_millis(500), waiter)
-                .await
-                .expect("woken")
-                .unwrap()
-                .unwrap();
-        }
     }
 
     fn status_apply(available: i32) -> serde_json::Value {
@@ -1006,7 +653,10 @@ mod tests {
         let mut delays = Vec::new();
         for _ in 0..2 {
             let err = reconcile(foo.clone(), ctx.clone()).await.unwrap_err();
-            assert!(matches!(err, Error::ResourceExists(_)));
+            assert!(matches!(
+                err,
+                Error::Sync(vocabulary::Error::ResourceExists(_))
+            ));
             delays.push(error_policy(foo.clone(), &err, ctx.clone()));
         }
         assert_eq!(
@@ -1024,7 +674,7 @@ mod tests {
         let foo = Arc::new(foo("test", Some(1)));
         let (client, _server) = mock_client();
         let ctx = context(client, vec![]);
-        let unavailable = Error::Kube(kube::Error::Api(
+        let unavailable = Error::from(kube::Error::Api(
             kube::core::Status::failure("the server is shutting down", "ServiceUnavailable")
                 .with_code(503)
                 .boxed(),
@@ -1037,7 +687,7 @@ mod tests {
         }
         let key = ObjectRef::from(foo.as_ref());
         assert_eq!(ctx.backoff.num_requeues(&key), 0);
-        let refused = Error::ResourceExists("test-deployment".into());
+        let refused = Error::from(vocabulary::Error::ResourceExists("test-deployment".into()));
         assert_eq!(
             error_policy(foo, &refused, ctx),
             Action::requeue(Duration::from_millis(5))
@@ -1088,7 +738,7 @@ mod tests {
     /// defaults and kube-controller-manager adds (annotation, strategy, pod
     /// defaults, status counts and conditions, managedFields) on top of
     /// [`stored`].
-    fn as_listed(foo: &Foo, available: i32) -> Deployment {
+    pub(crate) fn as_listed(foo: &Foo, available: i32) -> Deployment {
         let mut d = serde_json::to_value(stored(new_deployment(foo), available)).unwrap();
         d["metadata"]["generation"] = json!(1);
         d["metadata"]["creationTimestamp"] = json!("2026-12-01T12:00:00Z");
@@ -1128,42 +778,9 @@ mod tests {
         serde_json::from_value(d).unwrap()
     }
 
-    fn stripped(mut deployment: Deployment) -> Deployment {
+    pub(crate) fn stripped(mut deployment: Deployment) -> Deployment {
         strip_deployment(&mut deployment);
         deployment
-    }
-
-    #[test]
-    fn a_stripped_deployment_keeps_all_that_sync_and_the_predicate_read() {
-        let foo = foo("test", Some(1));
-        let full = as_listed(&foo, 1);
-        let kept = stripped(full.clone());
-        let desired = new_deployment(&foo);
-        assert!(!drifted(&kept, &desired));
-        assert!(drifted(&kept, &new_deployment(&self::foo("test", Some(2)))));
-        assert_eq!(relevance(&kept), relevance(&full));
-        assert!(sample_controller::deployment::is_controlled_by(&kept, &foo));
-        assert_eq!(ObjectRef::from(&kept), ObjectRef::from(&full));
-        assert_eq!(kept.uid(), full.uid());
-        assert_eq!(kept.resource_version(), full.resource_version());
-        assert_eq!(
-            kept.status.and_then(|s| s.available_replicas),
-            Some(1),
-            "the Foo's status comes from here"
-        );
-        let json = |d: &Deployment| serde_json::to_vec(d).unwrap().len();
-        assert!(
-            json(&stripped(full.clone())) * 3 < json(&full),
-            "{} of {} bytes kept",
-            json(&stripped(full.clone())),
-            json(&full)
-        );
-        let mut foreign = full;
-        foreign.metadata.owner_references = None;
-        assert!(!sample_controller::deployment::is_controlled_by(
-            &stripped(foreign),
-            &foo
-        ));
     }
 
     #[tokio::test]
@@ -1226,106 +843,43 @@ mod tests {
             server.expect_silence().await;
         });
         let err = reconcile(foo, ctx).await.unwrap_err();
-        assert!(matches!(err, Error::ResourceExists(_)));
+        assert!(matches!(
+            err,
+            Error::Sync(vocabulary::Error::ResourceExists(_))
+        ));
         api.await.unwrap();
     }
 
-    #[tokio::test]
-    async fn the_predicate_on_stripped_deployments_passes_what_it_passed_before() {
-        use watcher::Event::*;
+    #[test]
+    fn a_stripped_deployment_keeps_all_that_sync_and_the_predicate_read() {
         let foo = foo("test", Some(1));
-        let rolling = as_listed(&foo, 0);
-        let mut noise = rolling.clone();
-        let status = noise.status.as_mut().unwrap();
-        status.ready_replicas = Some(1);
-        status.conditions.as_mut().unwrap()[0].message = Some("changed".into());
-        let available = as_listed(&foo, 1);
-        let events = futures::stream::iter(
-            [
-                Init,
-                InitApply(rolling),
-                InitDone,
-                Apply(noise),
-                Apply(available.clone()),
-                Delete(available),
-            ]
-            .map(Ok),
-        )
-        .modify(strip_deployment);
-        let passed: Vec<_> = relevant_changes(events)
-            .map(|d| d.unwrap().status.and_then(|s| s.available_replicas))
-            .collect()
-            .await;
-        assert_eq!(passed, [Some(0), Some(1), Some(1)]);
-    }
-
-    #[tokio::test]
-    async fn only_relevant_deployment_changes_trigger_and_every_delete_does() {
-        use watcher::Event::*;
-        let base = stored(new_deployment(&foo("test", Some(1))), 0);
-        let mut status_noise = base.clone();
-        status_noise.status.as_mut().unwrap().updated_replicas = Some(1);
-        let mut available = status_noise.clone();
-        available.status.as_mut().unwrap().available_replicas = Some(1);
-        let mut annotated = available.clone();
-        annotated
-            .annotations_mut()
-            .insert("note".into(), "hand-edited".into());
-        let events = futures::stream::iter(
-            [
-                Init,
-                InitApply(base.clone()),
-                InitDone,
-                Apply(status_noise),
-                Apply(available.clone()),
-                Apply(annotated.clone()),
-                Delete(annotated),
-            ]
-            .map(Ok),
-        );
-        let passed: Vec<_> = relevant_changes(events)
-            .map(|d| d.unwrap().status.and_then(|s| s.available_replicas))
-            .collect()
-            .await;
-        // The listed object, the available replica, the delete.
-        assert_eq!(passed, [Some(0), Some(1), Some(1)]);
-    }
-
-    #[tokio::test]
-    async fn a_deployment_missing_from_a_relist_triggers_its_foo_as_a_delete_would() {
-        use watcher::Event::*;
-        let kept = stored(new_deployment(&foo("kept", Some(1))), 0);
-        let gone = stored(new_deployment(&foo("gone", Some(1))), 0);
-        let events = futures::stream::iter(
-            [
-                Init,
-                InitApply(kept.clone()),
-                InitApply(gone.clone()),
-                InitDone,
-                // The watch was down while `gone` was deleted: the relist
-                // leaves it out, and nothing else says so.
-                Init,
-                InitApply(kept.clone()),
-                InitDone,
-                // A later relist without `kept` and without `gone`: only
-                // `kept` is news (`gone` was reported once already).
-                Init,
-                InitDone,
-            ]
-            .map(Ok),
-        );
-        let passed: Vec<_> = relevant_changes(events)
-            .map(|d| {
-                let d = d.unwrap();
-                let owner = d.owner_references()[0].name.clone();
-                (d.name_any(), owner)
-            })
-            .collect()
-            .await;
-        let named = |d: &Deployment| (d.name_any(), d.owner_references()[0].name.clone());
+        let full = as_listed(&foo, 1);
+        let kept = stripped(full.clone());
+        let desired = new_deployment(&foo);
+        assert!(!drifted(&kept, &desired));
+        assert!(drifted(&kept, &new_deployment(&self::foo("test", Some(2)))));
+        assert_eq!(relevance(&kept), relevance(&full));
+        assert!(sample_controller::deployment::is_controlled_by(&kept, &foo));
+        assert_eq!(ObjectRef::from(&kept), ObjectRef::from(&full));
+        assert_eq!(kept.uid(), full.uid());
+        assert_eq!(kept.resource_version(), full.resource_version());
         assert_eq!(
-            passed,
-            [named(&kept), named(&gone), named(&gone), named(&kept)]
+            kept.status.and_then(|s| s.available_replicas),
+            Some(1),
+            "the Foo's status comes from here"
         );
+        let json = |d: &Deployment| serde_json::to_vec(d).unwrap().len();
+        assert!(
+            json(&stripped(full.clone())) * 3 < json(&full),
+            "{} of {} bytes kept",
+            json(&stripped(full.clone())),
+            json(&full)
+        );
+        let mut foreign = full;
+        foreign.metadata.owner_references = None;
+        assert!(!sample_controller::deployment::is_controlled_by(
+            &stripped(foreign),
+            &foo
+        ));
     }
 }

@@ -296,9 +296,9 @@ const STEP_7: Spec = Spec {
                     "use std::sync::Arc;\nuse std::time::Duration;",
                 ),
                 (
-                    "use sample_controller::controller::{Error, FIELD_MANAGER};",
+                    "use sample_controller::vocabulary::{Error, FIELD_MANAGER};",
                     "use kube::runtime::events::{EventType, Recorder};\n\
-                     use sample_controller::controller::{\n\
+                     use sample_controller::vocabulary::{\n\
                      ERR_RESOURCE_EXISTS, Error, FIELD_MANAGER, MESSAGE_RESOURCE_SYNCED, SUCCESS_SYNCED,\n\
                      message_resource_exists, publish, recorder,\n};",
                 ),
@@ -361,7 +361,7 @@ fn resync_period() -> Option<Duration> {
 /// failed because the Deployment name is taken (`Error::ResourceExists(name)`),
 /// a Warning Event with reason `ERR_RESOURCE_EXISTS` and message
 /// `message_resource_exists(name)`. No Event for other errors. Record with
-/// `publish(recorder, foo, EventType::…, reason, message)` (src/controller.rs).
+/// `publish(recorder, foo, EventType::…, reason, message)` (src/vocabulary.rs).
 async fn record(recorder: &Recorder, foo: &Foo, result: &Result<(), Error>) {
     todo!(\"step 7: the Events (book/src/step-7.md#the-rust-code)\")
 }
@@ -404,12 +404,13 @@ use kube::runtime::events::EventType;
 use kube::runtime::reflector::ObjectRef;
 use kube::{Api, Resource, ResourceExt};
 use sample_controller::config::{ClientFlags, NamespaceFlag, client_from_flags};
-use sample_controller::controller::{
-    Error, FIELD_MANAGER, MESSAGE_RESOURCE_SYNCED, SUCCESS_SYNCED, ensure_controlled, publish,
+use sample_controller::vocabulary::{
+    FIELD_MANAGER, MESSAGE_RESOURCE_SYNCED, SUCCESS_SYNCED, ensure_controlled, publish,
 };
 use sample_controller::deployment::new_deployment;
 use sample_controller::diagnose::{Fatal, check_reachable};
 use sample_controller::{Foo, FooStatus, signals, telemetry};
+use step8::error::Error;
 use step8::probes::Probes;
 use step8::reconciler::{self, Context};
 
