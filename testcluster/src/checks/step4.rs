@@ -31,7 +31,24 @@ pub(super) const STEP_4_LOGS_FAILURES: Behaviour = Behaviour {
     what: "logs each failure as Go does: \"Error syncing; requeuing for later retry\"",
     chapter: "step-4.md#the-rust-code",
 };
-pub(super) const STEP_4_RETRY: &[Behaviour] = &[STEP_4_BACKS_OFF, STEP_4_LOGS_FAILURES];
+pub(super) const STEP_4_FORGETS: Behaviour = Behaviour {
+    what: "a success resets the key's delays: after a change, retries start again at 5 ms",
+    chapter: "step-4.md#the-rust-code",
+};
+pub(super) const STEP_4_RETRY: &[Behaviour] =
+    &[STEP_4_BACKS_OFF, STEP_4_LOGS_FAILURES, STEP_4_FORGETS];
+
+/// The delays (ms) the program printed before attempts `first..=last` of `key`.
+fn retry_gaps(output: &[String], key: &str, first: u32, last: u32) -> Vec<u64> {
+    (first..=last)
+        .filter_map(|n| {
+            let line = output
+                .iter()
+                .find(|l| l.contains(&format!("sync {key} start attempt {n} (")))?;
+            line.split('(').nth(1)?.split(" ms").next()?.parse().ok()
+        })
+        .collect()
+}
 
 async fn step_4_burst(mut s: Scenario<'_>) -> Vec<Line> {
     scenario!(s, {
@@ -145,13 +162,7 @@ async fn step_4_retry(mut s: Scenario<'_>) -> Vec<Line> {
                 create_foo(&client, &ns, "flaky", "flaky", 1).await?;
                 let key = format!("{ns}/flaky");
                 p.expect(&[&format!("sync {key} done attempt 6")]).await?;
-                p.stops_cleanly(Duration::from_secs(10)).await?;
-                let gaps: Vec<u64> = p
-                    .output()
-                    .iter()
-                    .filter(|l| l.contains(&format!("sync {key} start attempt")))
-                    .filter_map(|l| l.split('(').nth(1)?.split(" ms").next()?.parse().ok())
-                    .collect();
+                let gaps = retry_gaps(p.output(), &key, 2, 6);
                 if gaps.len() != 5 {
                     return Err(failure(
                         "5 retries, each printed with its delay",
@@ -170,9 +181,11 @@ async fn step_4_retry(mut s: Scenario<'_>) -> Vec<Line> {
                         ));
                     }
                 }
-                Ok(p.output().to_vec())
+                Ok((p, ns))
             })
             .await?;
+        let (mut p, ns) = output;
+        let output = p.output().to_vec();
         s.check(STEP_4_LOGS_FAILURES, async {
             let logged = output
                 .iter()
@@ -184,6 +197,28 @@ async fn step_4_retry(mut s: Scenario<'_>) -> Vec<Line> {
                 Err(failure(
                     "5 lines \"Error syncing; requeuing for later retry\"",
                     format!("{logged}"),
+                ))
+            }
+        })
+        .await?;
+        s.check(STEP_4_FORGETS, async {
+            // A change to the spec: five more failures (attempts 7 to 11).
+            let foos: Api<Foo> = Api::namespaced(client.clone(), &ns);
+            merge(&foos, "flaky", serde_json::json!({"spec": {"replicas": 2}})).await?;
+            let key = format!("{ns}/flaky");
+            p.expect(&[&format!("sync {key} done attempt 12")]).await?;
+            p.stops_cleanly(Duration::from_secs(10)).await?;
+            let gaps = retry_gaps(p.output(), &key, 8, 12);
+            let total: u64 = gaps.iter().sum();
+            // With Forget: 5 + 10 + 20 + 40 + 80 ms. Without: 160 ms and up,
+            // about 5 s in all.
+            if gaps.len() == 5 && total < 2000 {
+                Ok(())
+            } else {
+                Err(failure(
+                    "after the success and a change, retries again from 5 ms (5, 10, 20, 40, 80: \
+                     about 155 ms in all); the key's failures must be forgotten on success (Go: Forget)",
+                    format!("delays {gaps:?} ms, {total} ms in all"),
                 ))
             }
         })
