@@ -44,7 +44,8 @@ struct Args {
     client: ClientFlags,
     #[command(flatten)]
     namespace: NamespaceFlag,
-    /// Make the first N attempts of each key fail, to show the per-key backoff.
+    /// Make the first N attempts at each version of a Foo's spec (its
+    /// generation) fail, to show the per-key backoff and its reset.
     #[arg(long, value_name = "N", default_value_t = 0)]
     fail_first: u32,
     /// How long each attempt takes, in milliseconds.
@@ -95,11 +96,23 @@ async fn main() -> Result<(), Fatal> {
     Ok(())
 }
 
-/// Per key: how many attempts so far, and when the last one started.
-type Attempts = Arc<Mutex<HashMap<ObjectRef<Foo>, (u32, Instant)>>>;
+/// Per key: the attempts so far.
+type Attempts = Arc<Mutex<HashMap<ObjectRef<Foo>, Tries>>>;
+
+/// The attempts at one key: how many, when the last one started, and how
+/// many were at the Foo's current generation (a change to its spec starts
+/// the count of `--fail-first` again).
+#[derive(Clone, Copy)]
+struct Tries {
+    total: u32,
+    last: Instant,
+    generation: Option<i64>,
+    at_generation: u32,
+}
 
 /// Stands in for `syncHandler`: logs the attempt, waits `sync_millis`, and
-/// fails while the key has had at most `fail_first` attempts.
+/// fails while the key has had at most `fail_first` attempts at the Foo's
+/// current generation.
 fn process(
     foo: Arc<Foo>,
     attempts: Attempts,
@@ -108,14 +121,26 @@ fn process(
 ) -> impl Future<Output = Result<(), Simulated>> + Send + 'static {
     let key = ObjectRef::from(foo.as_ref());
     let now = Instant::now();
-    let (attempt, since_last) = {
+    let generation = foo.metadata.generation;
+    let (attempt, at_generation, since_last) = {
         let mut attempts = attempts
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let entry = attempts.entry(key.clone()).or_insert((0, now));
-        let since_last = now.duration_since(entry.1);
-        *entry = (entry.0 + 1, now);
-        (entry.0, since_last)
+        let tries = attempts.entry(key.clone()).or_insert(Tries {
+            total: 0,
+            last: now,
+            generation,
+            at_generation: 0,
+        });
+        if tries.generation != generation {
+            tries.generation = generation;
+            tries.at_generation = 0;
+        }
+        let since_last = now.duration_since(tries.last);
+        tries.total += 1;
+        tries.at_generation += 1;
+        tries.last = now;
+        (tries.total, tries.at_generation, since_last)
     };
     let name = key_string(&key);
     if attempt == 1 {
@@ -129,7 +154,7 @@ fn process(
     }
     async move {
         tokio::time::sleep(Duration::from_millis(sync_millis)).await;
-        if attempt <= fail_first {
+        if at_generation <= fail_first {
             println!("sync {name} failed attempt {attempt}");
             return Err(Simulated {
                 attempt,

@@ -14,7 +14,7 @@
 //!     cargo xtask check step-8
 //!
 //! The project's own answer is step8/src/reconciler.rs (`sync`, `drifted`,
-//! `update_foo_status`), used by steps/step-8.rs.
+//! `update_foo_status`), used by step8/step-8.rs.
 
 // The gaps leave what they will use unused until you fill them;
 // delete this line when you are done.
@@ -54,7 +54,7 @@ struct Args {
     workers: u16,
 }
 
-/// Not the reference's `main` (steps/step-8.rs), which adds leader election,
+/// Not the reference's `main` (step8/step-8.rs), which adds leader election,
 /// probes, metrics and RBAC warnings: the same `run_with`, with `reconcile`
 /// below around your `sync`.
 #[tokio::main]

@@ -4,9 +4,9 @@
 //!
 //! Everything here returns [`Result`]; the tests wrap it in helpers that
 //! panic, the captures add their transcript on top. The program is named by
-//! its path: the tests take a step's from `env!("CARGO_BIN_EXE_step-N")`
-//! (step 8's, from another package, from `support::step_8_binary`), the
-//! captures from target/debug.
+//! its path: the tests take a step's from `support::step_binary`, which
+//! reads [`crate::steps`] (the root package's next to `CARGO_BIN_EXE_step-1`,
+//! another package's built with cargo), the captures from target/debug.
 
 use std::path::Path;
 use std::process::{ExitStatus, Stdio};

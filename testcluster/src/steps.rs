@@ -19,8 +19,13 @@ use crate::checks::{self, CheckScenario};
 pub struct Step {
     /// Its number: `cargo run --bin step-N`.
     pub number: u8,
-    /// The reference binary: `step-5` (`steps/step-5.rs`).
+    /// The reference binary: `step-5`.
     pub binary: &'static str,
+    /// The Cargo package that builds it, and its source file from the
+    /// repository root: `steps/step-5.rs` in the root package; step 8, whose
+    /// dependencies steps 1–7 must not compile, is a package of its own.
+    pub package: &'static str,
+    pub source: &'static str,
     /// The chapter, in book/src.
     pub chapter: &'static str,
     /// What RBAC must allow it (the table its preflight or warnings use).
@@ -43,11 +48,16 @@ pub struct Starter {
     pub binary: &'static str,
 }
 
+/// The root package: the shared crate (`src/`) and the binaries of steps 1–7.
+pub const ROOT_PACKAGE: &str = "sample-controller-rs";
+
 /// Every step, in order.
 pub const STEPS: &[Step] = &[
     Step {
         number: 1,
         binary: "step-1",
+        package: ROOT_PACKAGE,
+        source: "steps/step-1.rs",
         chapter: "step-1.md",
         permissions: rbac::STEP_1,
         starter: None,
@@ -57,6 +67,8 @@ pub const STEPS: &[Step] = &[
     Step {
         number: 2,
         binary: "step-2",
+        package: ROOT_PACKAGE,
+        source: "steps/step-2.rs",
         chapter: "step-2.md",
         permissions: rbac::STEP_2_TO_4,
         starter: Some(Starter {
@@ -69,6 +81,8 @@ pub const STEPS: &[Step] = &[
     Step {
         number: 3,
         binary: "step-3",
+        package: ROOT_PACKAGE,
+        source: "steps/step-3.rs",
         chapter: "step-3.md",
         permissions: rbac::STEP_2_TO_4,
         starter: Some(Starter {
@@ -81,6 +95,8 @@ pub const STEPS: &[Step] = &[
     Step {
         number: 4,
         binary: "step-4",
+        package: ROOT_PACKAGE,
+        source: "steps/step-4.rs",
         chapter: "step-4.md",
         permissions: rbac::STEP_2_TO_4,
         starter: Some(Starter {
@@ -93,6 +109,8 @@ pub const STEPS: &[Step] = &[
     Step {
         number: 5,
         binary: "step-5",
+        package: ROOT_PACKAGE,
+        source: "steps/step-5.rs",
         chapter: "step-5.md",
         permissions: rbac::STEP_5,
         starter: Some(Starter {
@@ -105,6 +123,8 @@ pub const STEPS: &[Step] = &[
     Step {
         number: 6,
         binary: "step-6",
+        package: ROOT_PACKAGE,
+        source: "steps/step-6.rs",
         chapter: "step-6.md",
         permissions: rbac::STEP_6,
         starter: Some(Starter {
@@ -117,6 +137,8 @@ pub const STEPS: &[Step] = &[
     Step {
         number: 7,
         binary: "step-7",
+        package: ROOT_PACKAGE,
+        source: "steps/step-7.rs",
         chapter: "step-7.md",
         permissions: rbac::STEP_7,
         starter: Some(Starter {
@@ -129,6 +151,8 @@ pub const STEPS: &[Step] = &[
     Step {
         number: 8,
         binary: "step-8",
+        package: "sample-controller-step8",
+        source: "step8/step-8.rs",
         chapter: "step-8.md",
         permissions: rbac::STEP_8,
         starter: Some(Starter {

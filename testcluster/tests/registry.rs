@@ -64,32 +64,56 @@ fn the_registry_lists_what_it_knows_about_each_step() {
     assert_eq!(numbers, expected, "steps numbered 1, 2, … in order");
 }
 
+/// The directory of the package named `package` in the workspace, and its
+/// manifest's text.
+fn package_dir(package: &str) -> String {
+    for dir in [".", "step8", "xtask", "testcluster", "workshop"] {
+        let manifest = read(&format!("{dir}/Cargo.toml"));
+        if manifest.contains(&format!("name = \"{package}\"")) {
+            return dir.to_string();
+        }
+    }
+    panic!("no workspace package named {package}")
+}
+
 #[test]
-fn every_steps_binary_is_built_from_steps_step_n_rs() {
-    let all: Vec<(String, String)> = ["Cargo.toml", "step8/Cargo.toml"]
-        .iter()
-        .flat_map(|m| bins(m))
-        .collect();
+fn every_steps_binary_is_built_by_its_package_from_its_source_inside_it() {
     for step in STEPS {
-        let found = all.iter().find(|(name, _)| name == step.binary);
+        let dir = package_dir(step.package);
+        let manifest = if dir == "." {
+            "Cargo.toml".to_string()
+        } else {
+            format!("{dir}/Cargo.toml")
+        };
+        let found = bins(&manifest)
+            .into_iter()
+            .find(|(name, _)| name == step.binary);
         let Some((_, path)) = found else {
             panic!(
-                "step {}: no [[bin]] named {} in Cargo.toml or step8/Cargo.toml",
-                step.number, step.binary
+                "step {}: no [[bin]] named {} in {manifest} (package {})",
+                step.number, step.binary, step.package
             );
         };
         assert!(
-            path.ends_with(&format!("steps/{}.rs", step.binary)),
-            "step {}: {} is built from {path}, not steps/{}.rs",
+            !path.split('/').any(|p| p == ".."),
+            "step {}: {manifest} builds {} from {path}, outside its package",
             step.number,
-            step.binary,
             step.binary
         );
+        let from_root = if dir == "." {
+            path.clone()
+        } else {
+            format!("{dir}/{path}")
+        };
+        assert_eq!(
+            from_root, step.source,
+            "step {}: the registry says {}, {manifest} builds {from_root}",
+            step.number, step.source
+        );
         assert!(
-            root()
-                .join("steps")
-                .join(format!("{}.rs", step.binary))
-                .is_file()
+            root().join(step.source).is_file(),
+            "{} is missing",
+            step.source
         );
     }
 }

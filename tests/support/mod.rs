@@ -166,22 +166,12 @@ impl Step {
     /// Starts a step binary with exactly `args`.
     pub fn start_with_args(bin: &str, args: &[String]) -> Step {
         let path = Self::binary_path(bin);
-        Self::start_program(bin, std::path::Path::new(path), args)
+        Self::start_program(bin, std::path::Path::new(&path), args)
     }
 
     /// The path of a step binary.
-    pub fn binary_path(bin: &str) -> &'static str {
-        match bin {
-            "step-1" => env!("CARGO_BIN_EXE_step-1"),
-            "step-2" => env!("CARGO_BIN_EXE_step-2"),
-            "step-3" => env!("CARGO_BIN_EXE_step-3"),
-            "step-4" => env!("CARGO_BIN_EXE_step-4"),
-            "step-5" => env!("CARGO_BIN_EXE_step-5"),
-            "step-6" => env!("CARGO_BIN_EXE_step-6"),
-            "step-7" => env!("CARGO_BIN_EXE_step-7"),
-            "step-8" => step_8_binary(),
-            other => panic!("no binary {other}"),
-        }
+    pub fn binary_path(bin: &str) -> String {
+        step_binary(bin)
     }
 
     /// Starts any program (called `name` in the test output) with `args`.
@@ -549,71 +539,61 @@ pub async fn apply(client: &Client, doc: &serde_json::Value, for_real: bool) -> 
     testcluster::apply_object(client, doc, "manifest-test", !for_real).await
 }
 
-/// The binary `name` of a step: this package's (`step-1` … `step-7`, next
-/// to `CARGO_BIN_EXE_step-7`), or step 8's ([`step_8_binary`]).
+/// The binary `name` of a step, where the step registry says it is built:
+/// this package's binaries (steps 1–7) are next to `CARGO_BIN_EXE_step-1`,
+/// built by cargo before any test runs; another package's (step 8's, a
+/// package of its own so that steps 1–7 never compile its dependencies) is
+/// built with `cargo build -p PACKAGE --bin NAME`, once per test binary:
+/// cargo decides whether anything changed (a no-op when nothing did), and
+/// says where the executable is.
 pub fn step_binary(name: &str) -> String {
-    if name == "step-8" {
-        return step_8_binary().to_string();
-    }
-    let dir = std::path::Path::new(env!("CARGO_BIN_EXE_step-7"))
-        .parent()
-        .expect("a binary has a directory");
-    dir.join(name).to_string_lossy().into_owned()
-}
-
-/// The step-8 binary. It belongs to the step8 package (step8/), so cargo
-/// gives these tests no `CARGO_BIN_EXE_step-8`: it is the `step-8` next to
-/// the other steps' binaries. `cargo test --workspace` builds it there (the
-/// step8 package has integration tests of its own, so cargo builds its
-/// binary with the same features as everything else). Run alone (`cargo test
-/// --test steps`), a missing or out-of-date one is built first, once, with
-/// `cargo build -p sample-controller-step8 --bin step-8`.
-pub fn step_8_binary() -> &'static str {
-    static PATH: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    PATH.get_or_init(|| {
-        let dir = std::path::Path::new(env!("CARGO_BIN_EXE_step-7"))
+    let step = testcluster::steps::STEPS
+        .iter()
+        .find(|s| s.binary == name)
+        .unwrap_or_else(|| panic!("no step binary {name} in testcluster::steps"));
+    if step.package == env!("CARGO_PKG_NAME") {
+        let dir = std::path::Path::new(env!("CARGO_BIN_EXE_step-1"))
             .parent()
             .expect("a binary has a directory");
-        let binary = dir.join("step-8");
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-        let built = std::fs::metadata(&binary).and_then(|m| m.modified()).ok();
-        let sources = [
-            "src",
-            "step8/src",
-            "steps/step-8.rs",
-            "Cargo.toml",
-            "step8/Cargo.toml",
-            "Cargo.lock",
-        ]
-        .map(|p| newest_modification(&root.join(p)));
-        let stale = match built {
-            None => true,
-            Some(built) => sources.iter().flatten().any(|&source| source > built),
-        };
-        if stale {
-            eprintln!("step-8 is missing or older than its sources: cargo build --bin step-8");
-            let status = testcluster::cargo::command(
-                root,
-                &["build", "-p", "sample-controller-step8", "--bin", "step-8"],
-            )
-            .std()
-            .status()
-            .expect("run cargo build");
-            assert!(status.success(), "cargo build --bin step-8 failed");
-        }
-        binary.to_string_lossy().into_owned()
-    })
+        return dir.join(name).to_string_lossy().into_owned();
+    }
+    built_by_cargo(step.package, name)
 }
 
-/// The latest modification time of `path` or of any file under it.
-fn newest_modification(path: &std::path::Path) -> Option<std::time::SystemTime> {
-    let meta = std::fs::metadata(path).ok()?;
-    if !meta.is_dir() {
-        return meta.modified().ok();
+/// `cargo build -p package --bin name`, once per process; the executable
+/// cargo reports.
+fn built_by_cargo(package: &str, name: &str) -> String {
+    static BUILT: std::sync::OnceLock<std::sync::Mutex<std::collections::HashMap<String, String>>> =
+        std::sync::OnceLock::new();
+    let built = BUILT.get_or_init(Default::default);
+    let mut built = built.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(path) = built.get(name) {
+        return path.clone();
     }
-    std::fs::read_dir(path)
-        .ok()?
-        .flatten()
-        .filter_map(|entry| newest_modification(&entry.path()))
-        .max()
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let args = [
+        "build",
+        "-p",
+        package,
+        "--bin",
+        name,
+        "--message-format=json-render-diagnostics",
+    ];
+    let output = testcluster::cargo::command(root, &args)
+        .std()
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .expect("run cargo build");
+    assert!(
+        output.status.success(),
+        "cargo build -p {package} --bin {name} failed"
+    );
+    let path = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .filter(|m| m["reason"] == "compiler-artifact" && m["target"]["name"] == name)
+        .find_map(|m| m["executable"].as_str().map(str::to_string))
+        .unwrap_or_else(|| panic!("cargo built no executable {name}"));
+    built.insert(name.to_string(), path.clone());
+    path
 }

@@ -384,7 +384,7 @@ const STEP_8: Spec = Spec {
             `run_with`) and `reconcile` around your `sync` are done.",
     read: "The idioms, one by one",
     answer: "step8/src/reconciler.rs (`sync`, `drifted`, `update_foo_status`), used by \
-             steps/step-8.rs",
+             step8/step-8.rs",
     allow: "unused_variables, unused_imports, dead_code",
     solutions: &[
         "step8/src/reconciler.rs:sync",
@@ -427,7 +427,7 @@ struct Args {
     workers: u16,
 }
 
-/// Not the reference's `main` (steps/step-8.rs), which adds leader election,
+/// Not the reference's `main` (step8/step-8.rs), which adds leader election,
 /// probes, metrics and RBAC warnings: the same `run_with`, with `reconcile`
 /// below around your `sync`.
 #[tokio::main]
