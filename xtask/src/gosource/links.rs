@@ -33,7 +33,9 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result, bail, ensure};
 
-use super::{GoFile, contains_word, fenced_ranges, in_ranges, line_of, source_file};
+use super::markdown::{fenced_ranges, in_ranges, line_of};
+use super::modcache::source_file;
+use super::scan::{GoFile, contains_word};
 
 /// The scheme that marks a link as one to resolve.
 const SCHEME: &str = "go:";
