@@ -15,7 +15,7 @@
 //!   `k8s.io/NAME/` (`k8s.io/client-go/tools/cache/reflector.go`): a staging
 //!   module of the same Kubernetes release, or `k8s.io/kubernetes` itself;
 //!   the versions are `versions.toml`'s;
-//! * no selector: the file;
+//! * no selector: the file; `go:` alone: the repository at the pinned tag;
 //! * in a `.go` file (see [`Selector`]): `syncHandler` or `Foo,FooSpec`,
 //!   whole top-level declarations with their comments; `syncHandler/Get`,
 //!   the statement inside `syncHandler` whose first line uses `Get` (with
@@ -434,6 +434,14 @@ pub(super) fn source_links(page: &str) -> Vec<SourceLink> {
 /// The pinned URL a `go:` spec stands for, with its line range when it has a
 /// selector.
 pub(super) fn resolve(spec: &str) -> Result<String> {
+    // `go:` alone: the pinned tree of the Go sample-controller.
+    if spec.is_empty() {
+        let (module, _) = Module::of("")?;
+        return Ok(format!(
+            "https://github.com/kubernetes/{}/tree/{}",
+            module.repo, module.version
+        ));
+    }
     let (path, selector) = match spec.split_once('#') {
         Some((path, selector)) => (path, Some(selector)),
         None => (spec, None),

@@ -54,6 +54,7 @@ mod markdown;
 mod modcache;
 mod render;
 mod scan;
+mod versions;
 
 use markdown::{Directive, directives, fenced_ranges, line_of};
 use modcache::go_file;
@@ -145,6 +146,7 @@ fn expand_items(items: &mut Value) -> Result<()> {
         if let Some(content) = chapter.get("content").and_then(Value::as_str) {
             let expanded = expand_chapter(&page, content)?;
             let expanded = links::expand(&page, &expanded)?;
+            let expanded = versions::expand(&page, &expanded)?;
             chapter["content"] = Value::String(expanded);
         }
         if let Some(sub_items) = chapter.get_mut("sub_items") {

@@ -1,0 +1,89 @@
+//! `{{#version NAME}}`: a version of `versions.toml`, written into a page at
+//! build time, so that no page types one.
+//!
+//! NAME is `kubernetes` (`v1.36.3`: kube-apiserver, kubectl, …), `staging`
+//! (`v0.36.3`: client-go, the Go sample-controller), `minor` (`1.36`),
+//! `etcd` or `kwok`. It works in prose and in code blocks (a command that
+//! names a version); `\{{#version …}}` is left alone.
+
+use anyhow::{Result, bail};
+use testcluster::binaries::{
+    ETCD_VERSION, KUBERNETES_MINOR, KUBERNETES_VERSION, KWOK_VERSION, STAGING_VERSION,
+};
+
+const DIRECTIVE: &str = "{{#version ";
+
+/// The version `name` stands for.
+fn version(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "kubernetes" => KUBERNETES_VERSION,
+        "staging" => STAGING_VERSION,
+        "minor" => KUBERNETES_MINOR,
+        "etcd" => ETCD_VERSION,
+        "kwok" => KWOK_VERSION,
+        _ => return None,
+    })
+}
+
+/// `page` with every `{{#version NAME}}` replaced; an unknown NAME is an
+/// error naming the page and line.
+pub(super) fn expand(page_name: &str, page: &str) -> Result<String> {
+    let mut out = String::with_capacity(page.len());
+    let mut from = 0;
+    while let Some(offset) = page[from..].find(DIRECTIVE) {
+        let start = from + offset;
+        if page[..start].ends_with('\\') {
+            out.push_str(&page[from..start - 1]);
+            out.push_str(DIRECTIVE);
+            from = start + DIRECTIVE.len();
+            continue;
+        }
+        let line = page[..start].matches('\n').count() + 1;
+        let Some(close) = page[start..].find("}}") else {
+            bail!("{page_name}:{line}: `{{{{#version` without `}}}}`");
+        };
+        let name = page[start + DIRECTIVE.len()..start + close].trim();
+        let Some(version) = version(name) else {
+            bail!(
+                "{page_name}:{line}: {{{{#version {name}}}}}: write kubernetes, staging, minor, \
+                 etcd or kwok"
+            );
+        };
+        out.push_str(&page[from..start]);
+        out.push_str(version);
+        from = start + close + 2;
+    }
+    out.push_str(&page[from..]);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_name_is_the_version_versions_toml_declares() {
+        let page = "kubectl {{#version kubernetes}}, client-go {{#version staging}}, \
+                    a {{#version minor}} API server, etcd {{#version etcd}}, kwok {{#version kwok}}";
+        let out = expand("p.md", page).unwrap();
+        assert_eq!(
+            out,
+            format!(
+                "kubectl {KUBERNETES_VERSION}, client-go {STAGING_VERSION}, a {KUBERNETES_MINOR} \
+                 API server, etcd {ETCD_VERSION}, kwok {KWOK_VERSION}"
+            )
+        );
+    }
+
+    #[test]
+    fn an_unknown_name_fails_with_its_line_and_an_escaped_one_is_kept() {
+        let err = expand("p.md", "a\n{{#version go}}")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("p.md:2"), "{err}");
+        assert_eq!(
+            expand("p.md", "\\{{#version kubernetes}}").unwrap(),
+            "{{#version kubernetes}}"
+        );
+    }
+}
