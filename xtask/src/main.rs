@@ -20,6 +20,7 @@
 
 mod bench;
 mod book;
+mod bump;
 mod check;
 mod chromium;
 mod demo;
@@ -81,6 +82,10 @@ enum Command {
     /// Profile step 8's heap with dhat while it converges N Foos: the heap at its largest,
     /// by crate and by allocation site.
     HeapProfile(heap::HeapArgs),
+    /// Move the course to another Kubernetes release (versions.toml, the Go wrapper
+    /// modules, the k8s-openapi feature) and list the book passages whose Go source
+    /// changed; `--dry-run` only lists them.
+    BumpKubernetes(bump::BumpArgs),
     /// Write the workshop starters (workshop/step-N.rs) from the steps and
     /// xtask/src/workshop/specs.rs; `--check` only says which are stale.
     Workshop {
@@ -160,6 +165,7 @@ async fn main() -> ExitCode {
         Command::FirstBuild(args) => firstbuild::first_build(args),
         Command::HeapProfile(args) => heap::heap_profile(args).await,
         Command::Workshop { check } => workshop::workshop(check),
+        Command::BumpKubernetes(args) => bump::bump(args),
         Command::Book(BookCli::Book(command)) => book::run(command).await,
         Command::Book(BookCli::Preprocess { command }) => gosource::preprocess(command),
         Command::Book(BookCli::GoLink { file, name }) => gosource::print_link(&file, &name),

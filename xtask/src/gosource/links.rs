@@ -40,6 +40,46 @@ use super::scan::{GoFile, contains_word};
 /// The scheme that marks a link as one to resolve.
 const SCHEME: &str = "go:";
 
+/// The versions a link resolves at: a Kubernetes release and its staging
+/// modules' (client-go, the Go sample-controller: `v0.<minor>.<patch>`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Release {
+    /// `v1.36.3`.
+    pub kubernetes: String,
+    /// `v0.36.3`.
+    pub staging: String,
+}
+
+impl Release {
+    /// The release of `versions.toml`, the one the book is built on.
+    pub fn pinned() -> Release {
+        use testcluster::binaries::{KUBERNETES_VERSION, STAGING_VERSION};
+        Release {
+            kubernetes: KUBERNETES_VERSION.to_string(),
+            staging: STAGING_VERSION.to_string(),
+        }
+    }
+
+    /// Kubernetes `1.37.1` (or `v1.37.1`) and its staging modules.
+    pub fn of(kubernetes: &str) -> Result<Release> {
+        let bare = kubernetes.trim_start_matches('v');
+        let rest = bare
+            .strip_prefix("1.")
+            .filter(|r| {
+                let parts: Vec<&str> = r.split('.').collect();
+                parts.len() == 2
+                    && parts
+                        .iter()
+                        .all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()))
+            })
+            .with_context(|| format!("{kubernetes:?} is not a Kubernetes release 1.MINOR.PATCH"))?;
+        Ok(Release {
+            kubernetes: format!("v{bare}"),
+            staging: format!("v0.{rest}"),
+        })
+    }
+}
+
 /// A Go module the book may link into, and the GitHub repository it is
 /// published from (`kubernetes/NAME` for every one of them).
 struct Module {
@@ -47,20 +87,17 @@ struct Module {
     path: String,
     /// `client-go`: the repository's name under github.com/kubernetes.
     repo: String,
-    version: &'static str,
+    version: String,
 }
 
 impl Module {
-    /// The module of `spec`'s path and the path inside it.
-    fn of(spec_path: &str) -> Result<(Module, String)> {
-        use testcluster::binaries::{
-            KUBERNETES_VERSION, SAMPLE_CONTROLLER_VERSION, STAGING_VERSION,
-        };
+    /// The module of `spec`'s path at `release`, and the path inside it.
+    fn of(spec_path: &str, release: &Release) -> Result<(Module, String)> {
         let Some(rest) = spec_path.strip_prefix("k8s.io/") else {
             let module = Module {
                 path: super::GO_MODULE.to_string(),
                 repo: "sample-controller".to_string(),
-                version: SAMPLE_CONTROLLER_VERSION,
+                version: release.staging.clone(),
             };
             return Ok((module, spec_path.to_string()));
         };
@@ -68,9 +105,9 @@ impl Module {
             .split_once('/')
             .with_context(|| format!("go:{spec_path}: k8s.io/MODULE/PATH, with a path"))?;
         let version = if name == "kubernetes" {
-            KUBERNETES_VERSION
+            release.kubernetes.clone()
         } else {
-            STAGING_VERSION
+            release.staging.clone()
         };
         let module = Module {
             path: format!("k8s.io/{name}"),
@@ -434,33 +471,45 @@ pub(super) fn source_links(page: &str) -> Vec<SourceLink> {
 /// The pinned URL a `go:` spec stands for, with its line range when it has a
 /// selector.
 pub(super) fn resolve(spec: &str) -> Result<String> {
-    // `go:` alone: the pinned tree of the Go sample-controller.
+    Ok(resolve_at(spec, &Release::pinned())?.0)
+}
+
+/// The URL a `go:` spec stands for at `release`, and the lines it selects
+/// (none for a whole file or the repository).
+pub(super) fn resolve_at(spec: &str, release: &Release) -> Result<(String, Option<String>)> {
+    // `go:` alone: the Go sample-controller's repository at the tag.
     if spec.is_empty() {
-        let (module, _) = Module::of("")?;
-        return Ok(format!(
+        let (module, _) = Module::of("", release)?;
+        let url = format!(
             "https://github.com/kubernetes/{}/tree/{}",
             module.repo, module.version
-        ));
+        );
+        return Ok((url, None));
     }
     let (path, selector) = match spec.split_once('#') {
         Some((path, selector)) => (path, Some(selector)),
         None => (spec, None),
     };
-    let (module, path) = Module::of(path)?;
-    let file: Arc<GoFile> = source_file(&module.path, module.version, &path)?;
+    let (module, path) = Module::of(path, release)?;
+    let file: Arc<GoFile> = source_file(&module.path, &module.version, &path)?;
     let url = module.url(&path);
     let Some(selector) = selector else {
-        return Ok(url);
+        return Ok((url, None));
     };
     let selector = Selector::parse(&path, selector)?;
     let (first, last) = file
         .select(&selector)
         .with_context(|| format!("go:{spec}"))?;
-    Ok(if first == last {
+    let lines = (first..=last)
+        .map(|l| file.line(l))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let url = if first == last {
         format!("{url}#L{first}")
     } else {
         format!("{url}#L{first}-L{last}")
-    })
+    };
+    Ok((url, Some(lines)))
 }
 
 /// `page` with every `go:` link replaced by its pinned URL; a link that does
@@ -629,7 +678,8 @@ func run(ctx context.Context) error {
     #[test]
     fn a_module_path_picks_its_repository_and_release() {
         use testcluster::binaries::{KUBERNETES_VERSION, STAGING_VERSION};
-        let (client_go, path) = Module::of("k8s.io/client-go/rest/config.go").unwrap();
+        let release = Release::pinned();
+        let (client_go, path) = Module::of("k8s.io/client-go/rest/config.go", &release).unwrap();
         assert_eq!(path, "rest/config.go");
         assert_eq!(
             client_go.url(&path),
@@ -638,13 +688,24 @@ func run(ctx context.Context) error {
             )
         );
         let (kubernetes, _) =
-            Module::of("k8s.io/kubernetes/pkg/features/kube_features.go").unwrap();
+            Module::of("k8s.io/kubernetes/pkg/features/kube_features.go", &release).unwrap();
         assert_eq!(kubernetes.version, KUBERNETES_VERSION);
-        let (sample, path) = Module::of("controller.go").unwrap();
+        let (sample, path) = Module::of("controller.go", &release).unwrap();
         assert_eq!(
             (sample.repo.as_str(), path.as_str()),
             ("sample-controller", "controller.go")
         );
+    }
+
+    #[test]
+    fn a_release_names_its_staging_modules_and_rejects_what_is_not_one() {
+        let release = Release::of("1.37.1").unwrap();
+        assert_eq!(release.kubernetes, "v1.37.1");
+        assert_eq!(release.staging, "v0.37.1");
+        assert_eq!(Release::of("v1.37.1").unwrap(), release);
+        for wrong in ["1.37", "0.37.1", "1.37.x", "v2.0.0", ""] {
+            assert!(Release::of(wrong).is_err(), "{wrong}");
+        }
     }
 
     #[test]

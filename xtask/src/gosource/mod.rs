@@ -49,13 +49,14 @@ use anyhow::{Context, Result, ensure};
 use clap::Subcommand;
 use serde_json::Value;
 
-mod links;
+pub mod links;
 mod markdown;
 mod modcache;
 mod render;
 mod scan;
 mod versions;
 
+use links::Release;
 use markdown::{Directive, directives, fenced_ranges, line_of};
 use modcache::go_file;
 pub use modcache::module_dir;
@@ -273,6 +274,74 @@ pub fn check(pages: &BTreeMap<PathBuf, String>) -> Result<Vec<String>> {
         dir.display()
     );
     Ok(failures)
+}
+
+/// Every Go excerpt and `go:` link of the book's pages (`book/src/*.md`)
+/// whose Go source differs between two releases: what a person re-reads
+/// after a bump. Each entry is `page:line: what, and how it changed`.
+pub fn changed_passages(from: &Release, to: &Release) -> Result<Vec<String>> {
+    let src = crate::repo_root().join("book/src");
+    let mut pages: Vec<PathBuf> = std::fs::read_dir(&src)?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+        .collect();
+    pages.sort();
+    let mut changed = Vec::new();
+    let compare = |at: String,
+                   what: String,
+                   old: Result<Option<String>>,
+                   new: Result<Option<String>>| {
+        match (old, new) {
+            (Ok(old), Ok(new)) if old == new => None,
+            (Ok(_), Ok(_)) => Some(format!("{at}: {what}: the Go source changed")),
+            (Ok(_), Err(err)) => Some(format!("{at}: {what}: no longer resolves: {err:#}")),
+            (Err(err), _) => Some(format!(
+                "{at}: {what}: does not resolve at {}: {err:#}",
+                from.staging
+            )),
+        }
+    };
+    for page in pages {
+        let text = std::fs::read_to_string(&page)?;
+        let name = rel(&page);
+        for link in links::source_links(&text) {
+            if !link.spec.contains('#') {
+                continue; // a whole file: nothing to re-read line by line
+            }
+            let at =
+                |release: &Release| links::resolve_at(&link.spec, release).map(|(_, lines)| lines);
+            if let Some(entry) = compare(
+                format!("{name}:{}", link.line),
+                format!("go:{}", link.spec),
+                at(from),
+                at(to),
+            ) {
+                changed.push(entry);
+            }
+        }
+        for directive in directives(&text).into_iter().flatten() {
+            let at = |release: &Release| -> Result<Option<String>> {
+                let file = modcache::source_file(GO_MODULE, &release.staging, &directive.path)?;
+                let (first, last) = file.select(&directive.selector)?;
+                Ok(Some(
+                    (first..=last)
+                        .map(|l| file.line(l))
+                        .collect::<Vec<_>>()
+                        .join("\n"),
+                ))
+            };
+            if let Some(entry) = compare(
+                format!("{name}:{}", directive.line),
+                format!("{{{{#go {}:{}}}}}", directive.path, directive.selector),
+                at(from),
+                at(to),
+            ) {
+                changed.push(entry);
+            }
+        }
+    }
+    Ok(changed)
 }
 
 /// The file and lines a directive shows; `Err` if they do not resolve.

@@ -1,0 +1,284 @@
+//! `cargo xtask bump-kubernetes VERSION`: moves the course to another
+//! Kubernetes release.
+//!
+//! What a machine can do, it does: `versions.toml`, the Go wrapper modules
+//! the control plane and the parity build come from (`controlplane/`), the
+//! k8s-openapi feature of every package. What it cannot, it lists: every
+//! passage of the book whose Go source is not the same at the new release
+//! (the names still resolve, or they fail the book's build; the words around
+//! them need a person). The control plane is rebuilt by the next `cargo xtask
+//! test` (its cache directory is named by version), and
+//! `cargo test -p testcluster --test versions` names whatever still says the
+//! old version (the captures: `cargo xtask book outputs`).
+
+use std::path::Path;
+use std::process::Command;
+
+use anyhow::{Context, Result, bail, ensure};
+use clap::Args;
+use serde_json::Value;
+
+use crate::gosource::changed_passages;
+use crate::gosource::links::Release;
+
+/// `cargo xtask bump-kubernetes`.
+#[derive(Args, Debug)]
+pub struct BumpArgs {
+    /// The Kubernetes release to move to: `1.37.1`.
+    version: String,
+    /// Also move etcd (the control plane's), e.g. `3.7.0`: the version the
+    /// new release's `hack/lib/etcd.sh` names.
+    #[arg(long)]
+    etcd: Option<String>,
+    /// Only list the book's passages whose Go source changed; change nothing.
+    #[arg(long)]
+    dry_run: bool,
+}
+
+/// Lists the passages to re-read, then (without `--dry-run`) moves the pins.
+pub fn bump(args: BumpArgs) -> Result<()> {
+    let from = Release::pinned();
+    let to = Release::of(&args.version)?;
+    ensure!(from != to, "the course is on {} already", from.kubernetes);
+    println!(
+        "==> The book's Go excerpts and links whose source differs between {} and {}",
+        from.staging, to.staging
+    );
+    let changed = changed_passages(&from, &to)?;
+    for passage in &changed {
+        println!("    {passage}");
+    }
+    println!(
+        "    {} passages to re-read (the words around them may no longer be true)",
+        changed.len()
+    );
+    if args.dry_run {
+        return Ok(());
+    }
+
+    let root = crate::repo_root();
+    println!("==> versions.toml");
+    set_version(&root.join("versions.toml"), "kubernetes", &to.kubernetes)?;
+    if let Some(etcd) = &args.etcd {
+        set_version(&root.join("versions.toml"), "etcd", etcd)?;
+    }
+
+    println!(
+        "==> controlplane/kubernetes: k8s.io/kubernetes {}",
+        to.kubernetes
+    );
+    kubernetes_module(&root.join("controlplane/kubernetes"), &to)?;
+    println!(
+        "==> controlplane/sample-controller: k8s.io/sample-controller {}",
+        to.staging
+    );
+    go(
+        &root.join("controlplane/sample-controller"),
+        &["get", &format!("k8s.io/sample-controller@{}", to.staging)],
+    )?;
+    go(
+        &root.join("controlplane/sample-controller"),
+        &["mod", "tidy"],
+    )?;
+    if let Some(etcd) = &args.etcd {
+        println!("==> controlplane/etcd: go.etcd.io/etcd/server/v3 v{etcd}");
+        let etcd_dir = root.join("controlplane/etcd");
+        go(
+            &etcd_dir,
+            &["get", &format!("go.etcd.io/etcd/server/v3@v{etcd}")],
+        )?;
+        go(&etcd_dir, &["mod", "tidy"])?;
+    }
+
+    let feature = |release: &Release| {
+        let minor = release.staging.trim_start_matches("v0.");
+        format!("v1_{}", minor.split('.').next().unwrap_or_default())
+    };
+    let (old_feature, new_feature) = (feature(&from), feature(&to));
+    if old_feature != new_feature {
+        println!("==> k8s-openapi feature {old_feature} -> {new_feature}");
+        for manifest in [
+            "Cargo.toml",
+            "step8/Cargo.toml",
+            "testcluster/Cargo.toml",
+            "xtask/Cargo.toml",
+            "workshop/Cargo.toml",
+        ] {
+            let path = root.join(manifest);
+            let text = std::fs::read_to_string(&path)?;
+            let old = format!("features = [\"{old_feature}\"]");
+            if text.contains(&old) {
+                std::fs::write(
+                    &path,
+                    text.replace(&old, &format!("features = [\"{new_feature}\"]")),
+                )?;
+                println!("    {manifest}");
+            }
+        }
+    }
+    println!(
+        "==> Next: cargo build (k8s-openapi's types may have changed), cargo xtask test \
+         (builds the {} control plane), cargo test -p testcluster --test versions (what still \
+         names {}), cargo xtask book outputs (the captures), and re-read the {} passages above",
+        to.kubernetes,
+        from.kubernetes,
+        changed.len()
+    );
+    Ok(())
+}
+
+/// `key = "value"` in versions.toml set to `version` (without its `v`).
+fn set_version(path: &Path, key: &str, version: &str) -> Result<()> {
+    let text = std::fs::read_to_string(path)?;
+    let mut found = false;
+    let out: Vec<String> = text
+        .lines()
+        .map(|line| {
+            if line.split('=').next().map(str::trim) == Some(key) {
+                found = true;
+                format!("{key} = \"{}\"", version.trim_start_matches('v'))
+            } else {
+                line.to_string()
+            }
+        })
+        .collect();
+    ensure!(found, "{} has no `{key} = …`", path.display());
+    std::fs::write(path, out.join("\n") + "\n")?;
+    println!("    {key} = \"{}\"", version.trim_start_matches('v'));
+    Ok(())
+}
+
+/// The Kubernetes wrapper module at `release`: every staging module the new
+/// `k8s.io/kubernetes` replaces with `./staging/...` replaced here by its
+/// published version (the list comes from that release's own go.mod, so a
+/// staging module added or dropped upstream follows), then `go get` and
+/// `go mod tidy`.
+fn kubernetes_module(dir: &Path, release: &Release) -> Result<()> {
+    let module = format!("k8s.io/kubernetes@{}", release.kubernetes);
+    let output = Command::new("go")
+        .args(["mod", "download", "-json", &module])
+        .current_dir(std::env::temp_dir())
+        .env("GOFLAGS", "-mod=mod")
+        .output()
+        .with_context(|| format!("running go mod download -json {module}"))?;
+    let info: Value = serde_json::from_slice(&output.stdout)
+        .with_context(|| format!("go mod download -json {module} printed no JSON"))?;
+    if let Some(error) = info.get("Error").and_then(Value::as_str) {
+        bail!("go mod download -json {module}: {error}");
+    }
+    let go_mod = info
+        .get("GoMod")
+        .and_then(Value::as_str)
+        .context("go mod download gave no GoMod")?;
+    let upstream = std::fs::read_to_string(go_mod)?;
+    let staging = staging_modules(&upstream);
+    ensure!(
+        !staging.is_empty(),
+        "{module}'s go.mod replaces no staging module: not the layout this expects"
+    );
+    let path = dir.join("go.mod");
+    let text = std::fs::read_to_string(&path)?;
+    let mut out: Vec<String> = text
+        .lines()
+        .filter(|l| !l.starts_with("replace k8s.io/"))
+        .map(str::to_string)
+        .collect();
+    // After the `go` line, as the wrapper has them.
+    let at = out
+        .iter()
+        .position(|l| l.starts_with("go "))
+        .map_or(out.len(), |i| i + 1);
+    let replaces: Vec<String> = staging
+        .iter()
+        .flat_map(|m| {
+            [
+                "".to_string(),
+                format!("replace {m} => {m} {}", release.staging),
+            ]
+        })
+        .collect();
+    out.splice(at..at, replaces);
+    std::fs::write(&path, out.join("\n") + "\n")?;
+    println!(
+        "    {} staging modules replaced by {}",
+        staging.len(),
+        release.staging
+    );
+    go(dir, &["get", &module])?;
+    go(dir, &["mod", "tidy"])
+}
+
+/// The modules a `k8s.io/kubernetes` go.mod replaces with its own
+/// `./staging/src/...` directories.
+fn staging_modules(go_mod: &str) -> Vec<String> {
+    let mut in_block = false;
+    let mut found = Vec::new();
+    for line in go_mod.lines() {
+        let line = line.trim();
+        let entry = if line == "replace (" {
+            in_block = true;
+            continue;
+        } else if in_block && line == ")" {
+            in_block = false;
+            continue;
+        } else if in_block {
+            line
+        } else if let Some(rest) = line.strip_prefix("replace ") {
+            rest
+        } else {
+            continue;
+        };
+        if let Some((module, target)) = entry.split_once("=>")
+            && target.trim().starts_with("./staging/")
+        {
+            found.push(module.trim().to_string());
+        }
+    }
+    found
+}
+
+/// `go ARGS` in `dir`, failing with its output.
+fn go(dir: &Path, args: &[&str]) -> Result<()> {
+    println!("    go {} ({})", args.join(" "), dir.display());
+    let status = Command::new("go")
+        .args(args)
+        .current_dir(dir)
+        .status()
+        .with_context(|| format!("running go {}", args.join(" ")))?;
+    ensure!(
+        status.success(),
+        "go {} failed in {}",
+        args.join(" "),
+        dir.display()
+    );
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_staging_modules_are_read_from_both_replace_forms() {
+        let go_mod = "module k8s.io/kubernetes\n\nreplace (\n\tk8s.io/api => ./staging/src/k8s.io/api\n\
+                      \tk8s.io/client-go => ./staging/src/k8s.io/client-go\n\tgithub.com/x/y => github.com/x/y v1.0.0\n)\n\
+                      replace k8s.io/kms => ./staging/src/k8s.io/kms\n";
+        assert_eq!(
+            staging_modules(go_mod),
+            ["k8s.io/api", "k8s.io/client-go", "k8s.io/kms"]
+        );
+    }
+
+    #[test]
+    fn a_version_is_set_in_versions_toml_and_a_missing_key_is_an_error() {
+        let dir = std::env::temp_dir().join(format!("bump-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("versions.toml");
+        std::fs::write(&path, "# c\nkubernetes = \"1.36.3\"\netcd = \"3.6.16\"\n").unwrap();
+        set_version(&path, "kubernetes", "v1.37.1").unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text, "# c\nkubernetes = \"1.37.1\"\netcd = \"3.6.16\"\n");
+        assert!(set_version(&path, "kwok", "0.9.0").is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
