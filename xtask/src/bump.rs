@@ -24,9 +24,9 @@ use crate::gosource::links::Release;
 /// `cargo xtask bump-kubernetes`.
 #[derive(Args, Debug)]
 pub struct BumpArgs {
-    /// The Kubernetes release to move to: `1.37.1`.
+    /// The Kubernetes release to move to: `1.MINOR.PATCH`.
     version: String,
-    /// Also move etcd (the control plane's), e.g. `3.7.0`: the version the
+    /// Also move etcd (the control plane's) to this version: the one the
     /// new release's `hack/lib/etcd.sh` names.
     #[arg(long)]
     etcd: Option<String>,
@@ -274,10 +274,11 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("bump-test-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("versions.toml");
-        std::fs::write(&path, "# c\nkubernetes = \"1.36.3\"\netcd = \"3.6.16\"\n").unwrap();
-        set_version(&path, "kubernetes", "v1.37.1").unwrap();
+        // Releases far from any real one (the versions test reads this file).
+        std::fs::write(&path, "# c\nkubernetes = \"1.80.0\"\netcd = \"9.9.9\"\n").unwrap();
+        set_version(&path, "kubernetes", "v1.90.2").unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
-        assert_eq!(text, "# c\nkubernetes = \"1.37.1\"\netcd = \"3.6.16\"\n");
+        assert_eq!(text, "# c\nkubernetes = \"1.90.2\"\netcd = \"9.9.9\"\n");
         assert!(set_version(&path, "kwok", "0.9.0").is_err());
         std::fs::remove_dir_all(&dir).unwrap();
     }
