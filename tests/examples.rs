@@ -1,5 +1,9 @@
 //! End-to-end: the step 8 examples against a real control plane.
 //!
+//! `step8_ordinary` is the ordinary kube-rs controller the step 8 chapter
+//! starts from: here it must do the job (what it misses is what step 8's
+//! check shows, in the chapter).
+//!
 //! Like tests/steps.rs: one control plane for this test binary, one namespace
 //! per test, each example run as a child process the way a reader runs it.
 //! Cargo gives tests the path of the package's binaries but not of its
@@ -20,6 +24,50 @@ use serde_json::json;
 use support::*;
 
 const FINALIZER: &str = "samplecontroller.k8s.io/cleanup";
+
+#[tokio::test]
+async fn the_ordinary_controller_converges_a_foo_and_scales_it_by_server_side_apply() {
+    let (cp, client) = cluster().await;
+    let ns = namespace(&client, "ordinary").await;
+    let mut example = start_example("step8_ordinary", cp.kubeconfig_path(), &ns).await;
+    example.expect(&["Starting workers"]).await;
+
+    create_foo(&client, &ns, "plain", "plain-nginx", Some(1)).await;
+    eventually("plain converged at 1", || async {
+        converged(&client, &ns, "plain", "plain-nginx", 1)
+            .await
+            .then_some(())
+    })
+    .await;
+    let foos: Api<Foo> = Api::namespaced(client.clone(), &ns);
+    foos.patch(
+        "plain",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"replicas": 2}})),
+    )
+    .await
+    .expect("scale the Foo");
+    eventually("plain converged at 2", || async {
+        converged(&client, &ns, "plain", "plain-nginx", 2)
+            .await
+            .then_some(())
+    })
+    .await;
+    // Written by server-side apply, as the chapter says.
+    let deployment = get_deployment(&client, &ns, "plain-nginx")
+        .await
+        .expect("the Deployment");
+    let applied = deployment.managed_fields().iter().any(|m| {
+        m.manager.as_deref() == Some("sample-controller") && m.operation.as_deref() == Some("Apply")
+    });
+    assert!(
+        applied,
+        "an Apply entry of sample-controller: {:?}",
+        deployment.managed_fields()
+    );
+
+    example.terminate().await;
+}
 
 #[tokio::test]
 async fn a_foo_with_the_finalizer_is_cleaned_up_before_it_disappears() {
