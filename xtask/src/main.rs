@@ -109,7 +109,8 @@ enum BookCli {
         #[command(subcommand)]
         command: Option<gosource::PreprocessCommand>,
     },
-    /// Print the pinned link of a Go declaration, e.g. `go-link controller.go syncHandler`.
+    /// Print the book's `go:` link to a Go declaration, with the pinned URL it resolves to,
+    /// e.g. `go-link controller.go syncHandler`.
     GoLink {
         /// A .go file of the Go sample-controller, relative to its module root.
         file: String,

@@ -527,26 +527,6 @@ pub(super) fn expand(page_name: &str, page: &str) -> Result<String> {
     Ok(out)
 }
 
-/// Hand-typed links to a pinned GitHub file of Kubernetes with a line
-/// fragment: (line, URL). The book writes `go:` links instead.
-pub(super) fn typed_line_links(page: &str) -> Vec<(usize, String)> {
-    let fences = fenced_ranges(page);
-    page.match_indices("https://github.com/kubernetes/")
-        .filter(|(start, _)| !in_ranges(&fences, *start))
-        .filter_map(|(start, _)| {
-            let url: String = page[start..]
-                .chars()
-                .take_while(|c| !c.is_whitespace() && !matches!(c, ')' | '>' | '"' | ']' | '`'))
-                .collect();
-            let fragment = url.split_once('#')?.1;
-            let lines = fragment
-                .strip_prefix('L')
-                .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit()));
-            (url.contains("/blob/") && lines).then(|| (line_of(page, start), url))
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -708,25 +688,6 @@ func run(ctx context.Context) error {
         for wrong in ["1.90", "0.90.2", "1.90.x", "v2.0.0", ""] {
             assert!(Release::of(wrong).is_err(), "{wrong}");
         }
-    }
-
-    #[test]
-    fn typed_line_links_are_found_and_file_links_are_not() {
-        // Put together here, so that this file does not type a line link
-        // itself (the versions test scans every tracked file for one).
-        let typed = [
-            "https://github.com/kubernetes/sample-controller/blob/v0.36.3/main.go",
-            "#L48-L52",
-        ]
-        .concat();
-        let page = format!(
-            "[a]({typed}) \
-             [b](https://github.com/kubernetes/client-go/blob/v0.36.3/rest/config.go) \
-             [c](https://github.com/kubernetes/sample-controller/blob/v0.36.3/README.md#running)"
-        );
-        let found = typed_line_links(&page);
-        assert_eq!(found.len(), 1);
-        assert!(found[0].1.ends_with("main.go#L48-L52"));
     }
 
     #[test]
