@@ -26,8 +26,8 @@ use kube::core::ApiResource;
 use kube::{Client, ResourceExt};
 use sample_controller::Foo;
 use serde_json::json;
-use support::proxy::{self, Action};
 use support::*;
+use testcluster::proxy::{self, Action};
 use testcluster::{ControlPlane, Options};
 
 /// The program under test.
@@ -323,7 +323,9 @@ async fn conflict_on_status_write(cp: &ControlPlane, client: &Client, bin: Bin) 
             Action::Forward
         }
     });
-    let proxy = proxy::start(client.clone(), cp.data_dir(), &scene.ns, rule).await;
+    let proxy = proxy::start(client.clone(), cp.data_dir(), &scene.ns, rule)
+        .await
+        .expect("proxy");
     let (mut step, port) = scene.start(&proxy.kubeconfig).await;
     create_foo(client, &scene.ns, "conflicted", "conflicted-nginx", Some(1)).await;
     step.expect(&["Error syncing", "the object has been modified"])
@@ -734,7 +736,9 @@ async fn sigterm_mid_sync(cp: &ControlPlane, client: &Client, bin: Bin) -> Strin
             Action::Forward
         }
     });
-    let proxy = proxy::start(client.clone(), cp.data_dir(), &scene.ns, rule).await;
+    let proxy = proxy::start(client.clone(), cp.data_dir(), &scene.ns, rule)
+        .await
+        .expect("proxy");
     let (mut step, _) = scene.start(&proxy.kubeconfig).await;
     for i in 0..6 {
         create_foo(
@@ -1373,7 +1377,9 @@ async fn expired_watches(cp: &ControlPlane, client: &Client, bin: Bin) -> String
             }
         }
     });
-    let proxy = proxy::start(client.clone(), cp.data_dir(), &scene.ns, rule).await;
+    let proxy = proxy::start(client.clone(), cp.data_dir(), &scene.ns, rule)
+        .await
+        .expect("proxy");
     let sightings = Sightings::start(client, &scene.ns).await;
     let (mut step, _) = scene.start(&proxy.kubeconfig).await;
     let started = Instant::now();

@@ -20,8 +20,8 @@ use kube::api::{Api, ListParams, Patch, PatchParams};
 use kube::{Client, ResourceExt};
 use sample_controller::Foo;
 use serde_json::json;
-use support::proxy;
 use support::*;
+use testcluster::proxy;
 
 /// Held by the tests that run many controllers (the two least-privilege
 /// tests) or measure handovers (the two leader tests), so that none runs
@@ -677,7 +677,9 @@ async fn a_leader_cut_off_from_the_api_server_stops_leading_before_a_standby_tak
             proxy::Action::Forward
         }
     });
-    let proxy = proxy::start(client.clone(), cp.data_dir(), &ns, rule).await;
+    let proxy = proxy::start(client.clone(), cp.data_dir(), &ns, rule)
+        .await
+        .expect("proxy");
     let mut a = replica(&proxy.kubeconfig, &ns, "a", free_port());
     a.expect(&["became leader"]).await;
     let mut b = replica(cp.kubeconfig_path(), &ns, "b", free_port());

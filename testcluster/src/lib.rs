@@ -53,6 +53,7 @@ pub mod checks;
 pub mod harness;
 mod pki;
 mod process;
+pub mod proxy;
 pub mod steps;
 
 use std::fs;

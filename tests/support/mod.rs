@@ -14,8 +14,6 @@ use sample_controller::Foo;
 use sample_controller::deployment::new_deployment;
 use testcluster::harness;
 
-pub mod proxy;
-
 /// How long a test waits for a line it expects before failing.
 pub const WAIT: Duration = Duration::from_secs(60);
 

@@ -246,3 +246,29 @@ async fn every_wrong_solution_fails_its_steps_check_on_the_behaviour_it_breaks()
     // in target/wrong-solutions to look at.
     let _ = std::fs::remove_dir_all(target_dir().join("wrong-solutions"));
 }
+
+/// The workshop page's table of typical mistakes lists exactly the wrong
+/// solutions kept here, each by the line its check prints: a patch added
+/// without its row (or a row left after its patch went) fails.
+#[test]
+fn the_workshop_page_lists_every_wrong_solution_by_its_expected_line() {
+    let page = std::fs::read_to_string(workspace().join("book/src/workshop.md"))
+        .expect("book/src/workshop.md");
+    let rows: Vec<&str> = page
+        .lines()
+        .filter_map(|l| l.strip_prefix("| `step-"))
+        .filter_map(|l| l.split_once('`').map(|(line, _)| line))
+        .collect();
+    let mut expected: Vec<String> = wrong_solutions()
+        .iter()
+        .map(|w| w.expect.trim_start_matches("step-").to_string())
+        .collect();
+    expected.sort();
+    expected.dedup();
+    let mut listed: Vec<String> = rows.iter().map(|r| r.to_string()).collect();
+    listed.sort();
+    assert_eq!(
+        listed, expected,
+        "book/src/workshop.md's table of mistakes and workshop/wrong/*.patch's Expect: lines differ"
+    );
+}

@@ -1,6 +1,8 @@
 //! Step 8 (the kube-rs way): the behaviours its check reports, and the
 //! scenarios that show them.
 
+use futures::StreamExt;
+
 use super::cluster::*;
 use super::*;
 
@@ -10,6 +12,10 @@ pub(crate) const SCENARIOS: &[CheckScenario] = &[
     CheckScenario::new(STEP_8_RESTARTS, |s| Box::pin(step_8_restarts(s))),
     CheckScenario::new(&[STEP_8_FOREIGN], |s| {
         Box::pin(foreign_untouched(s, STEP_8_FOREIGN))
+    }),
+    CheckScenario::new(STEP_8_FOOS_LAG, |s| Box::pin(step_8_foos_lag(s))),
+    CheckScenario::new(STEP_8_DEPLOYMENTS_LAG, |s| {
+        Box::pin(step_8_deployments_lag(s))
     }),
 ];
 
@@ -60,6 +66,21 @@ pub(super) const STEP_8_FOREIGN: Behaviour = Behaviour {
     what: "refuses a Deployment the Foo does not control, and never writes to it",
     chapter: "step-8.md#the-rust-code",
 };
+
+pub(super) const STEP_8_DELETED_FOO: Behaviour = Behaviour {
+    what: "its Foo watch 8 s behind, recreates a live Foo's deleted Deployment but never a deleted Foo's",
+    chapter: "step-8.md#the-foo-proved-before-the-create",
+};
+pub(super) const STEP_8_FOOS_LAG: &[Behaviour] = &[STEP_8_DELETED_FOO];
+pub(super) const STEP_8_UNSEEN: Behaviour = Behaviour {
+    what: "its Deployment watch 8 s behind, never merges into a Deployment it has not seen (create, not apply)",
+    chapter: "step-8.md#server-side-apply-instead-of-update",
+};
+pub(super) const STEP_8_REPLACED: Behaviour = Behaviour {
+    what: "its Deployment watch 8 s behind, never applies to a Deployment that replaced its own",
+    chapter: "step-8.md#server-side-apply-instead-of-update",
+};
+pub(super) const STEP_8_DEPLOYMENTS_LAG: &[Behaviour] = &[STEP_8_UNSEEN, STEP_8_REPLACED];
 
 async fn step_8_apply(mut s: Scenario<'_>) -> Vec<Line> {
     scenario!(s, {
@@ -254,4 +275,263 @@ async fn step_8_restarts(mut s: Scenario<'_>) -> Vec<Line> {
         .await?;
         Ok(())
     })
+}
+
+/// How far behind the other watches a lagging watch is held: longer than the
+/// check's own requests take, so that the program acts on a cache that has
+/// not seen them.
+const LAG: Duration = Duration::from_secs(8);
+
+/// A proxy in front of the API server that holds every watch of `resource`
+/// (`foos`, `deployments`) [`LAG`] behind, and the program started behind it.
+async fn behind_a_lag(
+    target: &Target,
+    ns: &str,
+    resource: &'static str,
+) -> Checked<(crate::proxy::Proxy, Program)> {
+    let rule: crate::proxy::Rule = std::sync::Arc::new(move |_, path| {
+        let watch = path.contains("watch=true") || path.contains("watch=1");
+        let path = path.split('?').next().unwrap_or_default();
+        if watch && path.ends_with(&format!("/{resource}")) {
+            crate::proxy::Action::Lag(LAG)
+        } else {
+            crate::proxy::Action::Forward
+        }
+    });
+    let dir = std::env::temp_dir();
+    let proxy = crate::proxy::start(target.client.clone(), &dir, ns, rule)
+        .await
+        .map_err(|e| failure("a proxy in front of the API server", format!("{e:#}")))?;
+    let behind = Target {
+        kubeconfig: proxy.kubeconfig.clone(),
+        ..target.clone()
+    };
+    let mut p = Program::start(&behind, ns, &[])?;
+    p.expect(&["Starting", "workers"]).await?;
+    Ok((proxy, p))
+}
+
+/// Fault 12 of `tests/faults.rs`, made certain: with the Foo watch behind,
+/// the Deployment watch reports the garbage collector's delete of a deleted
+/// Foo's Deployment while the Foo is still in the program's cache. A program
+/// that creates a missing Deployment without proving first that its Foo
+/// still exists (the status write) creates it again. Beside it, a live
+/// Foo's Deployment is deleted too and must come back, which shows that the
+/// program reacted to the deletes at all.
+async fn step_8_foos_lag(mut s: Scenario<'_>) -> Vec<Line> {
+    scenario!(s, {
+        let client = s.client().clone();
+        let target = s.target;
+        s.check(STEP_8_DELETED_FOO, async {
+            let ns = namespace(&client, "step8foolag").await?;
+            let (_proxy, mut p) = behind_a_lag(target, &ns, "foos").await?;
+            for name in ["kept", "gone"] {
+                create_foo(&client, &ns, name, name, 1).await?;
+            }
+            for name in ["kept", "gone"] {
+                p.until(&format!("Foo {name} converged at 1"), WAIT, || {
+                    converged(&client, &ns, name, name, 1)
+                })
+                .await?;
+            }
+            let deployments = deployments(&client, &ns);
+            let kept = get_deployment(&client, &ns, "kept")
+                .await
+                .map_err(|e| failure("Deployment kept", e))?;
+            // The Foo, then its Deployment, as the garbage collector would
+            // (at once, not when it gets round to it).
+            delete(&foos(&client, &ns), "gone").await?;
+            delete(&deployments, "gone").await?;
+            delete(&deployments, "kept").await?;
+            let since = deployments
+                .list(&Default::default())
+                .await
+                .map_err(|e| failure("the Deployments listed", e))?;
+            let expected = format!(
+                "Deployment kept created again (its Foo lives) and Deployment gone not, in the {:?} its Foo watch is behind and 5 s after",
+                LAG
+            );
+            if since.items.iter().any(|d| d.name_any() == "gone") {
+                return Err(p.explain(
+                    expected,
+                    "Deployment gone was created again for a Foo the API server had deleted",
+                ));
+            }
+            let rv = since.metadata.resource_version.unwrap_or_default();
+            let mut created = deployments
+                .watch(&kube::api::WatchParams::default(), &rv)
+                .await
+                .map_err(|e| failure("a watch on the Deployments", e))?
+                .boxed();
+            let until = tokio::time::Instant::now() + LAG + Duration::from_secs(5);
+            let mut recreated = false;
+            loop {
+                let event = tokio::select! {
+                    event = created.next() => event,
+                    () = tokio::time::sleep_until(until) => break,
+                    () = p.process.drain_for(Duration::from_millis(500)) => continue,
+                };
+                match event {
+                    Some(Ok(kube::api::WatchEvent::Added(d))) if d.name_any() == "gone" => {
+                        return Err(p.explain(
+                            expected,
+                            "Deployment gone was created again for a Foo the API server had deleted \
+                             (the program's Foo cache still had it: create only once a write to the Foo, \
+                             its status, has shown that it exists)",
+                        ));
+                    }
+                    Some(Ok(kube::api::WatchEvent::Added(d)))
+                        if d.name_any() == "kept" && d.uid() != kept.uid() =>
+                    {
+                        recreated = true;
+                    }
+                    Some(Ok(_)) => {}
+                    Some(Err(e)) => return Err(failure("a watch on the Deployments", e)),
+                    None => return Err(failure("a watch on the Deployments", "it ended")),
+                }
+            }
+            if !recreated {
+                p.until(&expected, WAIT, || async {
+                    let d = get_deployment(&client, &ns, "kept").await?;
+                    (d.uid() != kept.uid())
+                        .then_some(())
+                        .ok_or("Deployment kept was not created again".to_string())
+                })
+                .await?;
+            }
+            p.stops_cleanly(Duration::from_secs(10)).await
+        })
+        .await?;
+        Ok(())
+    })
+}
+
+/// A Deployment that no Foo controls but is otherwise what Foo `foo`'s
+/// would be (the same pod labels and selector, so that an apply to it
+/// succeeds): someone else's, as `kubectl create` of a manifest makes it.
+async fn lookalike(client: &Client, ns: &str, foo: &str) -> Checked<Deployment> {
+    let d: Deployment = serde_json::from_value(json!({
+        "metadata": {"name": foo, "labels": {"owner": "someone-else"}},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {"app": "nginx", "controller": foo}},
+            "template": {
+                "metadata": {"labels": {"app": "nginx", "controller": foo}},
+                "spec": {"containers": [{"name": "web", "image": "example.invalid/web:1"}]}
+            }
+        }
+    }))
+    .map_err(|e| failure("a Deployment", e))?;
+    deployments(client, ns)
+        .create(&PostParams::default(), &d)
+        .await
+        .map_err(|e| failure(format!("Deployment {ns}/{foo} created"), e))
+}
+
+/// What an apply to someone else's Deployment would change: its owner
+/// references, replicas and containers.
+fn taken_over(d: &Deployment) -> serde_json::Value {
+    let spec = d.spec.as_ref();
+    json!({
+        "ownerReferences": d.metadata.owner_references,
+        "replicas": spec.and_then(|s| s.replicas),
+        "containers": spec.and_then(|s| s.template.spec.as_ref()).map(|p| &p.containers),
+    })
+}
+
+/// With the Deployment watch behind, the program's cache still holds a
+/// Deployment after someone replaced it (deleted it and created their own of
+/// the same name), and does not yet hold one someone created before its
+/// Foo. Scaling the first Foo and creating the second must not write to
+/// either: the apply carries the UID the cache saw (the API server rejects
+/// it for another object), and a Deployment missing from the cache is
+/// created, which fails on an existing one, not applied, which would merge
+/// into it. Once the watch catches up, the program refuses both.
+async fn step_8_deployments_lag(mut s: Scenario<'_>) -> Vec<Line> {
+    scenario!(s, {
+        let client = s.client().clone();
+        let target = s.target;
+        let (mut p, ns, replaced, unseen) = s
+            .check(STEP_8_UNSEEN, async {
+                let ns = namespace(&client, "step8deploylag").await?;
+                let (proxy, mut p) = behind_a_lag(target, &ns, "deployments").await?;
+                create_foo(&client, &ns, "replaced", "replaced", 1).await?;
+                p.until("Foo replaced converged at 1", WAIT, || {
+                    converged(&client, &ns, "replaced", "replaced", 1)
+                })
+                .await?;
+                delete(&deployments(&client, &ns), "replaced").await?;
+                let replaced = lookalike(&client, &ns, "replaced").await?;
+                merge(
+                    &foos(&client, &ns),
+                    "replaced",
+                    json!({"spec": {"replicas": 3}}),
+                )
+                .await?;
+                let unseen = lookalike(&client, &ns, "unseen").await?;
+                create_foo(&client, &ns, "unseen", "unseen", 3).await?;
+                untouched_until_refused(&mut p, &client, &ns, &unseen).await?;
+                Ok(((p, proxy), ns, replaced, unseen))
+            })
+            .await?;
+        s.check(STEP_8_REPLACED, async {
+            untouched_until_refused(&mut p.0, &client, &ns, &replaced).await?;
+            // Neither was written meanwhile.
+            for d in [&unseen, &replaced] {
+                let now = get_deployment(&client, &ns, &d.name_any())
+                    .await
+                    .map_err(|e| failure("the Deployment", e))?;
+                if taken_over(&now) != taken_over(d) {
+                    return Err(failure(
+                        format!("Deployment {} as its owner created it", d.name_any()),
+                        format!("it became {}", taken_over(&now)),
+                    ));
+                }
+            }
+            p.0.stops_cleanly(Duration::from_secs(10)).await
+        })
+        .await?;
+        Ok(())
+    })
+}
+
+/// Watches `theirs` until the program logs that it refuses it (the
+/// Deployment watch has caught up by then); fails at the first write to it.
+async fn untouched_until_refused(
+    p: &mut Program,
+    client: &Client,
+    ns: &str,
+    theirs: &Deployment,
+) -> Checked<()> {
+    let name = theirs.name_any();
+    let refusal = format!(r#"Resource "{name}" already exists and is not managed by Foo"#);
+    let expected = format!(
+        "Deployment {name} (someone else's) never written, and the refusal \"{refusal}\" logged"
+    );
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let now = get_deployment(client, ns, &name)
+            .await
+            .map_err(|e| failure(expected.clone(), e))?;
+        if taken_over(&now) != taken_over(theirs) {
+            return Err(p.explain(
+                expected,
+                format!(
+                    "your program wrote to it before its cache had seen it: {} became {}",
+                    taken_over(theirs),
+                    taken_over(&now)
+                ),
+            ));
+        }
+        if p.output().iter().any(|l| l.contains(&refusal)) {
+            return Ok(());
+        }
+        if !p.process.is_running() {
+            return Err(p.explain(expected, "it exited"));
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Err(p.explain(expected, format!("after {WAIT:?}: not refused")));
+        }
+        p.process.drain_for(Duration::from_millis(200)).await;
+    }
 }

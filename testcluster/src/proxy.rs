@@ -3,10 +3,14 @@
 //! The controller under test gets a kubeconfig pointing at the proxy
 //! (plain HTTP on 127.0.0.1); the proxy forwards every request, watches
 //! included, through an admin `kube::Client` to the real kube-apiserver,
-//! except where the test's rule says to delay it or to answer it itself.
-//! It lets a test place a fault at an exact request (the first status write,
-//! say) instead of hoping to hit a race, or end every watch the way the API
-//! server ends one it can no longer serve ([`Action::Expire`]).
+//! except where the rule says to delay it or to answer it itself.
+//! It lets a test or a check place a fault at an exact request (the first
+//! status write, say) instead of hoping to hit a race, hold one watch behind
+//! the others ([`Action::Lag`]), or end every watch the way the API server
+//! ends one it can no longer serve ([`Action::Expire`]).
+//!
+//! The fault suite (`tests/faults.rs`) and step 8's check
+//! ([`crate::checks`]) both use it.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -18,12 +22,19 @@ use axum::extract::{Request, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 
+use anyhow::{Context as _, Result};
+
 /// What the proxy does with one request.
 pub enum Action {
     /// Pass it to the API server.
     Forward,
     /// Wait, then pass it on.
     Delay(Duration),
+    /// Pass it on, and the response too, but every byte of the response
+    /// arrives this much later than the API server sent it: a watch that
+    /// lags behind the others, as one does while it lists again or when its
+    /// connection is slow. Order is kept.
+    Lag(Duration),
     /// Answer it with this status code and `metav1.Status` body; the API server never sees it.
     Reply(StatusCode, serde_json::Value),
     /// Pass a watch on, then end it as the API server ends a watch whose
@@ -60,6 +71,7 @@ struct Shared {
 impl Drop for Proxy {
     fn drop(&mut self) {
         self.task.abort();
+        let _ = std::fs::remove_file(&self.kubeconfig);
     }
 }
 
@@ -72,12 +84,13 @@ pub fn status(code: u16, reason: &str, message: &str) -> serde_json::Value {
 }
 
 /// Starts a proxy to `upstream` on a free loopback port, writing its
-/// kubeconfig into `dir` as `name`.
-pub async fn start(upstream: kube::Client, dir: &Path, name: &str, rule: Rule) -> Proxy {
+/// kubeconfig into `dir` as `kubeconfig-proxy-{name}` (removed when the
+/// proxy is dropped).
+pub async fn start(upstream: kube::Client, dir: &Path, name: &str, rule: Rule) -> Result<Proxy> {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
-        .expect("bind proxy");
-    let port = listener.local_addr().expect("proxy address").port();
+        .context("binding the proxy to a port of 127.0.0.1")?;
+    let port = listener.local_addr().context("the proxy's address")?.port();
     let kubeconfig = dir.join(format!("kubeconfig-proxy-{name}"));
     std::fs::write(
         &kubeconfig,
@@ -89,7 +102,7 @@ pub async fn start(upstream: kube::Client, dir: &Path, name: &str, rule: Rule) -
              current-context: proxy\n"
         ),
     )
-    .expect("write proxy kubeconfig");
+    .with_context(|| format!("writing {}", kubeconfig.display()))?;
     let expired = Arc::new(AtomicU32::new(0));
     let app = axum::Router::new().fallback(forward).with_state(Shared {
         upstream,
@@ -99,11 +112,11 @@ pub async fn start(upstream: kube::Client, dir: &Path, name: &str, rule: Rule) -
     let task = tokio::spawn(async move {
         let _ = axum::serve(listener, app).await;
     });
-    Proxy {
+    Ok(Proxy {
         kubeconfig,
         expired,
         task,
-    }
+    })
 }
 
 /// Hop-by-hop headers, and the ones the upstream client sets itself.
@@ -128,9 +141,11 @@ async fn forward(State(shared): State<Shared>, req: Request) -> Response {
         .map(|p| p.as_str().to_string())
         .unwrap_or_else(|| "/".into());
     let mut expire = None;
+    let mut lag = None;
     match rule(&parts.method, &target) {
         Action::Forward => {}
         Action::Delay(period) => tokio::time::sleep(period).await,
+        Action::Lag(period) => lag = Some(period),
         Action::Reply(code, body) => {
             let json = [(http::header::CONTENT_TYPE, "application/json")];
             return (code, json, body.to_string()).into_response();
@@ -157,14 +172,16 @@ async fn forward(State(shared): State<Shared>, req: Request) -> Response {
             request = request.header(name, value);
         }
     }
-    let request = request
-        .body(kube::client::Body::from(body.to_vec()))
-        .expect("request");
+    let request = match request.body(kube::client::Body::from(body.to_vec())) {
+        Ok(request) => request,
+        Err(err) => return (StatusCode::BAD_REQUEST, err.to_string()).into_response(),
+    };
     match upstream.send(request).await {
         Ok(response) => {
             let (parts, body) = response.into_parts();
-            let body = match expire {
-                Some(expiry) if parts.status.is_success() => expiry.apply(Body::new(body)),
+            let body = match (expire, lag) {
+                (Some(expiry), _) if parts.status.is_success() => expiry.apply(Body::new(body)),
+                (_, Some(period)) => lagging(Body::new(body), period),
                 _ => Body::new(body),
             };
             let mut out = Response::new(body);
@@ -178,6 +195,28 @@ async fn forward(State(shared): State<Shared>, req: Request) -> Response {
         }
         Err(err) => (StatusCode::BAD_GATEWAY, err.to_string()).into_response(),
     }
+}
+
+/// `body`, each chunk of it passed on `period` after it arrived, in order
+/// ([`Action::Lag`]). A task reads the API server's response as it comes,
+/// so that the lag does not grow; it ends when the client hangs up.
+fn lagging(body: Body, period: Duration) -> Body {
+    use futures::StreamExt;
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let mut upstream = body.into_data_stream();
+    tokio::spawn(async move {
+        while let Some(chunk) = upstream.next().await {
+            let due = tokio::time::Instant::now() + period;
+            if tx.send((due, chunk)).is_err() {
+                break;
+            }
+        }
+    });
+    Body::from_stream(futures::stream::unfold(rx, |mut rx| async move {
+        let (due, chunk) = rx.recv().await?;
+        tokio::time::sleep_until(due).await;
+        Some((chunk, rx))
+    }))
 }
 
 /// How [`Action::Expire`] ends one watch.
