@@ -173,7 +173,7 @@ async fn watch_deployments(client: Client, phases: Phases, listed: oneshot::Send
 
 /// The available replicas of a Deployment that has all it asks for.
 fn available(d: &Deployment) -> Option<i32> {
-    let wanted = d.spec.as_ref()?.replicas.unwrap_or(1);
+    let wanted = d.spec.replicas.unwrap_or(1);
     let available = d.status.as_ref()?.available_replicas.unwrap_or(0);
     (available >= wanted).then_some(available)
 }

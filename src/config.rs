@@ -1,8 +1,8 @@
 //! Command-line flags and the client built from them.
 //!
 //! Go: the `-kubeconfig` and `-master` flags and `clientcmd.BuildConfigFromFlags`
-//! in main.go ([the flags](https://github.com/kubernetes/sample-controller/blob/v0.36.3/main.go),
-//! [`BuildConfigFromFlags`](https://github.com/kubernetes/sample-controller/blob/v0.36.3/main.go)).
+//! in main.go ([the flags](https://github.com/kubernetes/sample-controller/blob/v0.37.1/main.go),
+//! [`BuildConfigFromFlags`](https://github.com/kubernetes/sample-controller/blob/v0.37.1/main.go)).
 
 use std::path::PathBuf;
 

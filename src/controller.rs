@@ -1,6 +1,6 @@
 //! Step 7's `Controller`: Go's controller.go as one program.
 //!
-//! Go: [controller.go](https://github.com/kubernetes/sample-controller/blob/v0.36.3/controller.go),
+//! Go: [controller.go](https://github.com/kubernetes/sample-controller/blob/v0.37.1/controller.go),
 //! the `Controller` struct, `NewController`, `Run`, `syncHandler` and
 //! `updateFooStatus`. [`Controller`] is step 6's sync with Events and a
 //! tracing span per sync, behaving as Go does request for request (create,
@@ -114,7 +114,7 @@ impl Controller {
         // Go: if !metav1.IsControlledBy(deployment, foo) { ... }
         ensure_controlled(&self.recorder, &deployment, foo).await?;
 
-        let current = deployment.spec.as_ref().and_then(|s| s.replicas);
+        let current = deployment.spec.replicas;
         let deployment = match foo.spec.replicas.filter(|d| Some(*d) != current) {
             Some(desired) => {
                 tracing::info!(currentReplicas = ?current, desiredReplicas = desired, "Update deployment resource");

@@ -1,7 +1,7 @@
 //! The Deployment a Foo owns, and the owner-reference checks around it.
 //!
 //! Go: `newDeployment` in
-//! [controller.go](https://github.com/kubernetes/sample-controller/blob/v0.36.3/controller.go)
+//! [controller.go](https://github.com/kubernetes/sample-controller/blob/v0.37.1/controller.go)
 //! and `NewControllerRef` / `GetControllerOf` / `IsControlledBy` in
 //! apimachinery's `pkg/apis/meta/v1/controller_ref.go`.
 
@@ -33,7 +33,7 @@ pub fn new_deployment(foo: &Foo) -> Deployment {
             owner_references: Some(vec![new_controller_ref(foo)]),
             ..ObjectMeta::default()
         },
-        spec: Some(DeploymentSpec {
+        spec: DeploymentSpec {
             replicas: foo.spec.replicas,
             selector: LabelSelector {
                 match_labels: Some(labels.clone()),
@@ -54,7 +54,7 @@ pub fn new_deployment(foo: &Foo) -> Deployment {
                 }),
             },
             ..DeploymentSpec::default()
-        }),
+        },
         ..Deployment::default()
     }
 }
@@ -151,7 +151,7 @@ mod tests {
     #[test]
     fn new_deployment_leaves_replicas_unset_when_the_foo_does() {
         let d = new_deployment(&foo(Some("uid-1"), None));
-        assert_eq!(d.spec.unwrap().replicas, None);
+        assert_eq!(d.spec.replicas, None);
     }
 
     #[test]

@@ -2,8 +2,8 @@
 //!
 //! Go: the handlers registered in `NewController`, `enqueueFoo` and
 //! `handleObject` in
-//! controller.go ([the handlers](https://github.com/kubernetes/sample-controller/blob/v0.36.3/controller.go),
-//! [`enqueueFoo` and `handleObject`](https://github.com/kubernetes/sample-controller/blob/v0.36.3/controller.go)).
+//! controller.go ([the handlers](https://github.com/kubernetes/sample-controller/blob/v0.37.1/controller.go),
+//! [`enqueueFoo` and `handleObject`](https://github.com/kubernetes/sample-controller/blob/v0.37.1/controller.go)).
 //! A handler returns the key to enqueue (or why it ignored the change)
 //! instead of calling the queue itself, so the same functions serve step 3
 //! (which prints the decision) and steps 4–7 (which send the key to the queue).

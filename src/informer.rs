@@ -1,7 +1,7 @@
 //! An informer: a watch that keeps a local cache and tells handlers what changed.
 //!
 //! Go: client-go's `SharedIndexInformer` (reflector → RealFIFO → indexer →
-//! handlers; client-go 0.36 builds a DeltaFIFO only with the InOrderInformers
+//! handlers; client-go 0.37 builds a DeltaFIFO only with the InOrderInformers
 //! gate off, and that gate is GA and locked on). kube-runtime has the first and third pieces: `watcher` lists and
 //! watches, a `reflector` keeps a `Store` (the lister's cache). It has no
 //! handler callbacks: a watcher event carries only the new object. This module
@@ -61,7 +61,7 @@ pub fn key_string<K: Resource>(key: &ObjectRef<K>) -> String {
 }
 
 // ANCHOR: watch_list
-/// A watch that starts the way client-go's reflector does against a 1.36 API
+/// A watch that starts the way client-go's reflector does against a 1.37 API
 /// server: one WATCH that streams every existing object first
 /// (`sendInitialEvents`, kube's `streaming_lists()`), and on a server that
 /// refuses it (its `WatchList` gate off: 1.33, or before 1.32) a LIST then a

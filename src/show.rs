@@ -60,7 +60,7 @@ pub fn deployments<'a>(deployments: impl IntoIterator<Item = &'a Deployment>) ->
     let mut rows: Vec<Vec<String>> = deployments
         .into_iter()
         .map(|d| {
-            let spec = d.spec.as_ref().and_then(|s| s.replicas);
+            let spec = d.spec.replicas;
             let ready = d
                 .status
                 .as_ref()

@@ -3,7 +3,7 @@
 //! Event reasons and messages), the sync's [`Error`], the Event recorder, and
 //! the ownership check that records `ErrResourceExists`.
 //!
-//! Go: [controller.go](https://github.com/kubernetes/sample-controller/blob/v0.36.3/controller.go),
+//! Go: [controller.go](https://github.com/kubernetes/sample-controller/blob/v0.37.1/controller.go),
 //! its `const` block, `syncHandler`'s errors and `c.recorder`. Step 7's
 //! `Controller` is in [`crate::controller`]; step 8 builds on the same
 //! vocabulary in step8/.

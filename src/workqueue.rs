@@ -2,7 +2,7 @@
 //!
 //! Go: `workqueue.NewTypedRateLimitingQueue` with sample-controller's rate
 //! limiter, and `Run` / `runWorker` / `processNextWorkItem` in
-//! [controller.go](https://github.com/kubernetes/sample-controller/blob/v0.36.3/controller.go).
+//! [controller.go](https://github.com/kubernetes/sample-controller/blob/v0.37.1/controller.go).
 //!
 //! What kube-runtime already provides, through [`applier`]: its scheduler
 //! deduplicates keys (a key queued many times is synced once), never runs

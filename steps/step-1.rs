@@ -3,7 +3,7 @@
 //! Go: main.go builds a config from `-kubeconfig`/`-master`, then two
 //! clientsets: `kubernetes.NewForConfig` for built-in types (Deployments) and
 //! the generated `clientset.NewForConfig` for Foos.
-//! <https://github.com/kubernetes/sample-controller/blob/v0.36.3/main.go>
+//! <https://github.com/kubernetes/sample-controller/blob/v0.37.1/main.go>
 //!
 //! In Rust one `Client` serves every type; `Api<K>` is the typed handle.
 //! This step lists Foos and Deployments once and prints them.

@@ -3,8 +3,8 @@
 //! Go: main.go creates two `SharedInformerFactory`s (30 s resync), starts
 //! them, and `Run` waits in `cache.WaitForCacheSync` until both caches have
 //! seen a full list; listers then read those caches instead of the API server.
-//! <https://github.com/kubernetes/sample-controller/blob/v0.36.3/main.go>
-//! <https://github.com/kubernetes/sample-controller/blob/v0.36.3/controller.go>
+//! <https://github.com/kubernetes/sample-controller/blob/v0.37.1/main.go>
+//! <https://github.com/kubernetes/sample-controller/blob/v0.37.1/controller.go>
 //!
 //! In Rust: a `watcher` lists then watches; `.reflect(writer)` keeps a
 //! `Store` (the lister) current; `wait_until_ready` is `WaitForCacheSync`.
@@ -51,7 +51,7 @@ async fn main() -> Result<(), Fatal> {
     // ANCHOR: informers
     // Go: exampleInformerFactory.Samplecontroller().V1alpha1().Foos() and its Lister().
     let (foos, foo_writer) = reflector::store::<Foo>();
-    // kube's watcher, started as client-go 0.36 starts one: a WATCH that
+    // kube's watcher, started as client-go 0.37 starts one: a WATCH that
     // streams the existing objects first, or LIST then WATCH where the API
     // server cannot (src/informer.rs).
     let foo_informer = watch_list(args.namespace.api::<Foo>(&client))

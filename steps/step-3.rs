@@ -5,7 +5,7 @@
 //! `handleObject`, which finds the Foo controlling that Deployment and
 //! enqueues it. The Deployment update handler first drops updates whose
 //! resourceVersion did not change: those are resync replays, not changes.
-//! <https://github.com/kubernetes/sample-controller/blob/v0.36.3/controller.go>
+//! <https://github.com/kubernetes/sample-controller/blob/v0.37.1/controller.go>
 //!
 //! kube-runtime's watcher tells only the new object; `informer` (src/informer.rs)
 //! reads the old one from the cache first, as client-go does. This step prints

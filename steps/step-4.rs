@@ -5,7 +5,7 @@
 //! syncs it, and on error re-adds it with `AddRateLimited` (per-key backoff
 //! 5 ms · 2^n up to 1000 s, overall 50 retries/s, burst 300) or on success
 //! calls `Forget`.
-//! <https://github.com/kubernetes/sample-controller/blob/v0.36.3/controller.go>
+//! <https://github.com/kubernetes/sample-controller/blob/v0.37.1/controller.go>
 //!
 //! Here processing only logs. `--fail-first N` makes the first N attempts at
 //! each version of a Foo's spec fail, so the growing retry delays show (and,

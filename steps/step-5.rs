@@ -4,7 +4,7 @@
 //! creates the Deployment if it is missing, refuses a Deployment of that name
 //! that the Foo does not control, and fixes the replica count if it drifted.
 //! Any API error is returned, so the queue retries the key with backoff.
-//! <https://github.com/kubernetes/sample-controller/blob/v0.36.3/controller.go>
+//! <https://github.com/kubernetes/sample-controller/blob/v0.37.1/controller.go>
 //!
 //! This step leaves out the status update (step 6) and the events (step 7).
 //!
@@ -115,7 +115,7 @@ async fn sync_handler(foo: Arc<Foo>, ctx: Arc<Context>) -> Result<(), Error> {
     }
 
     // Fix the replica count if the Foo sets one and the Deployment differs.
-    let current = deployment.spec.as_ref().and_then(|s| s.replicas);
+    let current = deployment.spec.replicas;
     if let Some(desired) = foo.spec.replicas.filter(|d| Some(*d) != current) {
         println!(
             "updating Deployment {namespace}/{deployment_name}: replicas {current:?} -> {desired}"

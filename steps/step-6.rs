@@ -4,7 +4,7 @@
 //! `updateFooStatus`, which copies the Deployment's
 //! `status.availableReplicas` into a copy of the Foo and writes it with
 //! `UpdateStatus` (a PUT to the Foo's `/status` subresource).
-//! <https://github.com/kubernetes/sample-controller/blob/v0.36.3/controller.go>
+//! <https://github.com/kubernetes/sample-controller/blob/v0.37.1/controller.go>
 //!
 //! Everything else is step 5's sync, unchanged.
 //!
@@ -115,7 +115,7 @@ async fn sync_handler(foo: Arc<Foo>, ctx: Arc<Context>) -> Result<(), Error> {
     }
 
     // Fix the replica count if the Foo sets one and the Deployment differs.
-    let current = deployment.spec.as_ref().and_then(|s| s.replicas);
+    let current = deployment.spec.replicas;
     let deployment = match foo.spec.replicas.filter(|d| Some(*d) != current) {
         Some(desired) => {
             println!(

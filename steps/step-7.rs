@@ -3,7 +3,7 @@
 //! Go: main.go (flags, signal handler, clients, informer factories with a
 //! 30 s resync, `controller.Run(ctx, 2)`) with controller.go, here
 //! `src/controller.rs`.
-//! <https://github.com/kubernetes/sample-controller/blob/v0.36.3/main.go>
+//! <https://github.com/kubernetes/sample-controller/blob/v0.37.1/main.go>
 //!
 //! Step 6 plus Events (`Synced`, `ErrResourceExists`), a tracing span per
 //! sync, Go's resync, and graceful shutdown: the first SIGINT/SIGTERM stops

@@ -1,5 +1,5 @@
 //! Parity: the Go sample-controller (built from k8s.io/sample-controller
-//! v0.36.3), Rust step 7 (Go's program) and Rust step 8 (the kube-rs way) run
+//! v0.37.1), Rust step 7 (Go's program) and Rust step 8 (the kube-rs way) run
 //! the same scenarios on the same kind of control plane, and must leave the
 //! same state behind.
 //!
@@ -479,7 +479,7 @@ async fn snapshot(client: &Client, ns: &str) -> (Snapshot, Vec<String>) {
     let deployment_view: BTreeMap<String, Value> = deployments
         .iter()
         .map(|d| {
-            let spec = d.spec.clone().unwrap_or_default();
+            let spec = d.spec.clone();
             let owners: Vec<Value> = d
                 .owner_references()
                 .iter()
@@ -542,7 +542,7 @@ async fn snapshot(client: &Client, ns: &str) -> (Snapshot, Vec<String>) {
             }
             let status = d.status.clone().unwrap_or_default();
             let available = status.available_replicas.unwrap_or(0);
-            let wanted = d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
+            let wanted = d.spec.replicas.unwrap_or(1);
             let reported = f.status.as_ref().map(|s| s.available_replicas);
             if available != wanted {
                 Some(format!("{name}: its Deployment has {available} of {wanted} available"))

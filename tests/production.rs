@@ -167,7 +167,7 @@ fn step_8_needs(resource: &str, verb: &str) -> Option<(Stage, &'static str)> {
     use Stage::*;
     Some(match (resource, verb) {
         // Needed only where the API server cannot stream the initial list
-        // (its WatchList gate off): the fallback LISTs. A 1.36 server streams
+        // (its WatchList gate off): the fallback LISTs. A 1.37 server streams
         // it, so here the flow passes without it; the next test proves it
         // needed against a server without WatchList.
         ("foos", "list") => (SyncsCaches, LIST_FALLBACK),
@@ -332,7 +332,7 @@ async fn step_8_every_rule_of_its_roles_in_manifests_rbac_is_needed_and_together
             if result == Ok(()) {
                 "as expected (streamed: no LIST here)"
             } else {
-                "WRONG: a 1.36 server streams the list"
+                "WRONG: a 1.37 server streams the list"
             }
         } else if result == Err(*stage) && named {
             "as expected"

@@ -139,7 +139,7 @@ async fn sync_handler(foo: Arc<Foo>, ctx: Arc<Context>) -> Result<(), Error> {
     }
 
     // Fix the replica count if the Foo sets one and the Deployment differs.
-    let current = deployment.spec.as_ref().and_then(|s| s.replicas);
+    let current = deployment.spec.replicas;
     let deployment = match foo.spec.replicas.filter(|d| Some(*d) != current) {
         Some(desired) => {
             println!(

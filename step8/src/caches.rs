@@ -269,7 +269,8 @@ pub fn strip_deployment(deployment: &mut Deployment) {
         owner_references: metadata.owner_references,
         ..ObjectMeta::default()
     };
-    deployment.spec = deployment.spec.take().map(|spec| DeploymentSpec {
+    let spec = std::mem::take(&mut deployment.spec);
+    deployment.spec = DeploymentSpec {
         replicas: spec.replicas,
         template: PodTemplateSpec {
             metadata: spec.template.metadata.map(|m| ObjectMeta {
@@ -290,7 +291,7 @@ pub fn strip_deployment(deployment: &mut Deployment) {
             }),
         },
         ..DeploymentSpec::default()
-    });
+    };
     deployment.status = deployment.status.take().map(|status| DeploymentStatus {
         available_replicas: status.available_replicas,
         ..DeploymentStatus::default()

@@ -118,7 +118,7 @@ where
     // every allocation until this returns, then writes dhat-heap.json.
     #[cfg(feature = "dhat-heap")]
     let _profiler = dhat::Profiler::builder().trim_backtraces(Some(16)).build();
-    // Both watches start as client-go's do against a 1.36 API server: one
+    // Both watches start as client-go's do against a 1.37 API server: one
     // WATCH that streams the existing objects (`streaming_lists()`), so the
     // API server never builds one large list response; LIST then WATCH where
     // it cannot (src/informer.rs).
@@ -385,9 +385,7 @@ fn names_foo(status: &kube::core::Status, foo: &Foo) -> bool {
 /// or the pod labels. Go compares the replicas only, and fixes the rest when
 /// the replicas next differ.
 fn drifted(current: &Deployment, desired: &Deployment) -> bool {
-    let (Some(current), Some(desired)) = (&current.spec, &desired.spec) else {
-        return true;
-    };
+    let (current, desired) = (&current.spec, &desired.spec);
     let images = |spec: &DeploymentSpec| {
         spec.template.spec.as_ref().map(|pod| {
             pod.containers
@@ -699,25 +697,14 @@ pub(crate) mod tests {
         let desired = new_deployment(&foo("test", Some(2)));
         assert!(!drifted(&desired, &desired));
         let mut scaled = desired.clone();
-        scaled.spec.as_mut().unwrap().replicas = Some(5);
+        scaled.spec.replicas = Some(5);
         assert!(drifted(&scaled, &desired));
         let mut image = desired.clone();
-        image
-            .spec
-            .as_mut()
-            .unwrap()
-            .template
-            .spec
-            .as_mut()
-            .unwrap()
-            .containers[0]
-            .image = Some("nginx:1.27".into());
+        image.spec.template.spec.as_mut().unwrap().containers[0].image = Some("nginx:1.27".into());
         assert!(drifted(&image, &desired));
         let mut extra_label = desired.clone();
         extra_label
             .spec
-            .as_mut()
-            .unwrap()
             .template
             .metadata
             .as_mut()

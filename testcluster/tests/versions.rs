@@ -181,6 +181,21 @@ fn typed_line_links(text: &str) -> Vec<(usize, String)> {
         .collect()
 }
 
+/// `go:` links whose text types the lines (`[lines 25–28](go:…)`): (line,
+/// the text). The preprocessor writes them for `{lines}`.
+fn typed_line_texts(text: &str) -> Vec<(usize, String)> {
+    static TYPED: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"\[([^\[\]]*\blines? [0-9]+[^\[\]]*)\]\(go:").expect("a valid pattern")
+    });
+    TYPED
+        .captures_iter(text)
+        .map(|c| {
+            let at = c.get(0).map_or(0, |m| m.start());
+            (text[..at].matches('\n').count() + 1, c[1].to_string())
+        })
+        .collect()
+}
+
 #[test]
 fn no_go_line_number_is_typed_by_hand() {
     let mut typed = Vec::new();
@@ -191,6 +206,11 @@ fn no_go_line_number_is_typed_by_hand() {
         for (line, url) in typed_line_links(&text) {
             typed.push(format!("{file}:{line}: {url}"));
         }
+        for (line, words) in typed_line_texts(&text) {
+            typed.push(format!(
+                "{file}:{line}: [{words}](go:…): write {{lines}} for the lines"
+            ));
+        }
     }
     assert!(
         typed.is_empty(),
@@ -199,6 +219,20 @@ fn no_go_line_number_is_typed_by_hand() {
          name the function:\n{}",
         typed.len(),
         typed.join("\n")
+    );
+}
+
+#[test]
+fn a_go_link_whose_text_types_its_lines_is_found_and_one_that_asks_for_them_is_not() {
+    let text = "[lines 25–28](go:a.yaml#x)\nand [`Synced`, line 310](go:controller.go#y),\n\
+                [{lines} of `main`](go:main.go#main) [line](go:main.go#main)";
+    let found = typed_line_texts(text);
+    assert_eq!(
+        found,
+        [
+            (1, "lines 25–28".to_string()),
+            (2, "`Synced`, line 310".to_string())
+        ]
     );
 }
 

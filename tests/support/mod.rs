@@ -467,7 +467,7 @@ pub async fn converged(
         return false;
     };
     sample_controller::deployment::is_controlled_by(&d, &foo)
-        && d.spec.as_ref().and_then(|s| s.replicas) == Some(replicas)
+        && d.spec.replicas == Some(replicas)
         && foo.status.as_ref().map(|s| s.available_replicas) == Some(replicas)
 }
 

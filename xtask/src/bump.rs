@@ -57,6 +57,7 @@ pub fn bump(args: BumpArgs) -> Result<()> {
     }
 
     let root = crate::repo_root();
+    let etcd_from = testcluster::binaries::ETCD_VERSION;
     println!("==> versions.toml");
     set_version(&root.join("versions.toml"), "kubernetes", &to.kubernetes)?;
     if let Some(etcd) = &args.etcd {
@@ -117,6 +118,32 @@ pub fn bump(args: BumpArgs) -> Result<()> {
         }
     }
     println!(
+        "==> Every other file that names the old versions (not the captures: they are re-run)"
+    );
+    let mut moves = vec![
+        (from.staging.clone(), to.staging.clone()),
+        (from.kubernetes.clone(), to.kubernetes.clone()),
+    ];
+    if let Some(etcd) = &args.etcd {
+        moves.push((
+            format!("v{etcd_from}"),
+            format!("v{}", etcd.trim_start_matches('v')),
+        ));
+    }
+    for file in pinned_files(&root)? {
+        let path = root.join(&file);
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            continue;
+        };
+        let moved = moves.iter().fold(text.clone(), |text, (old, new)| {
+            move_version(&text, old, new)
+        });
+        if moved != text {
+            std::fs::write(&path, moved)?;
+            println!("    {file}");
+        }
+    }
+    println!(
         "==> Next: cargo build (k8s-openapi's types may have changed), cargo xtask test \
          (builds the {} control plane), cargo test -p testcluster --test versions (what still \
          names {}), cargo xtask book outputs (the captures), and re-read the {} passages above",
@@ -125,6 +152,62 @@ pub fn bump(args: BumpArgs) -> Result<()> {
         changed.len()
     );
     Ok(())
+}
+
+/// The tracked files whose versions this command moves: all but the
+/// captures (re-run, not edited: `cargo xtask book outputs`), versions.toml
+/// (set above), the wrapper modules (`go get` moved them), the lock files,
+/// and the versions test, whose examples name versions on purpose.
+fn pinned_files(root: &Path) -> Result<Vec<String>> {
+    let out = Command::new("git")
+        .args(["ls-files"])
+        .current_dir(root)
+        .output()
+        .context("running git ls-files")?;
+    ensure!(out.status.success(), "git ls-files failed");
+    Ok(String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|f| {
+            !(f.starts_with("book/src/outputs/")
+                || f.starts_with("controlplane/") && !f.ends_with(".md")
+                || f.ends_with(".lock")
+                || f.ends_with("go.sum")
+                || *f == "versions.toml"
+                || *f == "testcluster/tests/versions.rs")
+        })
+        .map(str::to_string)
+        .collect())
+}
+
+/// `text` with version `old` (`v0.37.1`; also without its `v`) replaced by
+/// `new` wherever it stands alone: not inside a longer version
+/// (`v10.36.3`, `1.36.30`) or a word.
+fn move_version(text: &str, old: &str, new: &str) -> String {
+    let bare = |v: &str| v.trim_start_matches('v').to_string();
+    let (old_bare, new_bare) = (bare(old), bare(new));
+    let pattern = regex::Regex::new(&format!(
+        r"(^|[^\w.])(v?){}(\b|$)",
+        regex::escape(&old_bare)
+    ))
+    .expect("a valid pattern");
+    let mut out = String::with_capacity(text.len());
+    let mut last = 0;
+    for m in pattern.captures_iter(text) {
+        let whole = m.get(0).expect("a match");
+        // `1.36.3.4` is another version.
+        if text[whole.end()..].starts_with(|c: char| c == '.')
+            && text[whole.end() + 1..].starts_with(|c: char| c.is_ascii_digit())
+        {
+            continue;
+        }
+        out.push_str(&text[last..whole.start()]);
+        out.push_str(&m[1]);
+        out.push_str(&m[2]);
+        out.push_str(&new_bare);
+        last = whole.end();
+    }
+    out.push_str(&text[last..]);
+    out
 }
 
 /// `key = "value"` in versions.toml set to `version` (without its `v`).
@@ -257,6 +340,32 @@ fn go(dir: &Path, args: &[&str]) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_version_moves_where_it_stands_alone_with_or_without_its_v() {
+        let text = "blob/v0.90.2/main.go, tool 1.90.2, `v0.90.2`.\nv0.90.2";
+        assert_eq!(
+            move_version(text, "v0.90.2", "v0.91.0"),
+            "blob/v0.91.0/main.go, tool 1.90.2, `v0.91.0`.\nv0.91.0"
+        );
+        assert_eq!(
+            move_version(text, "v1.90.2", "v1.91.0"),
+            "blob/v0.90.2/main.go, tool 1.91.0, `v0.90.2`.\nv0.90.2"
+        );
+    }
+
+    #[test]
+    fn a_longer_version_or_a_word_is_not_moved() {
+        for text in [
+            "v10.90.2",
+            "1.90.23",
+            "1.90.2.4",
+            "x1.90.2",
+            "release-1.90.2x",
+        ] {
+            assert_eq!(move_version(text, "v1.90.2", "v1.91.0"), text, "{text}");
+        }
+    }
 
     #[test]
     fn the_staging_modules_are_read_from_both_replace_forms() {

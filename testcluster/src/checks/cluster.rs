@@ -117,7 +117,7 @@ pub(super) fn controller_of(
 }
 
 pub(super) fn replicas(d: &Deployment) -> Option<i32> {
-    d.spec.as_ref().and_then(|s| s.replicas)
+    d.spec.replicas
 }
 
 pub(super) fn available(d: &Deployment) -> i32 {

@@ -120,7 +120,8 @@ async fn step_8_apply(mut s: Scenario<'_>) -> Vec<Line> {
                 let d = get_deployment(&client, &ns, "applied").await?;
                 let image = d
                     .spec
-                    .and_then(|s| s.template.spec)
+                    .template
+                    .spec
                     .and_then(|p| p.containers.first().and_then(|c| c.image.clone()));
                 (image.as_deref() == Some("nginx:latest"))
                     .then_some(())
@@ -431,11 +432,10 @@ async fn lookalike(client: &Client, ns: &str, foo: &str) -> Checked<Deployment> 
 /// What an apply to someone else's Deployment would change: its owner
 /// references, replicas and containers.
 fn taken_over(d: &Deployment) -> serde_json::Value {
-    let spec = d.spec.as_ref();
     json!({
         "ownerReferences": d.metadata.owner_references,
-        "replicas": spec.and_then(|s| s.replicas),
-        "containers": spec.and_then(|s| s.template.spec.as_ref()).map(|p| &p.containers),
+        "replicas": d.spec.replicas,
+        "containers": d.spec.template.spec.as_ref().map(|p| &p.containers),
     })
 }
 

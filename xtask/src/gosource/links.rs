@@ -44,9 +44,9 @@ const SCHEME: &str = "go:";
 /// modules' (client-go, the Go sample-controller: `v0.<minor>.<patch>`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Release {
-    /// `v1.36.3`.
+    /// `v1.37.1`.
     pub kubernetes: String,
-    /// `v0.36.3`.
+    /// `v0.37.1`.
     pub staging: String,
 }
 
@@ -512,19 +512,47 @@ pub(super) fn resolve_at(spec: &str, release: &Release) -> Result<(String, Optio
     Ok((url, Some(lines)))
 }
 
-/// `page` with every `go:` link replaced by its pinned URL; a link that does
-/// not resolve is an error naming the page and line.
+/// What a link's text says in place of the lines it selects: the
+/// preprocessor writes `lines 25–28` (or `line 284`) there, so that no line
+/// number is typed by hand.
+pub(super) const LINES: &str = "{lines}";
+
+/// `page` with every `go:` link replaced by its pinned URL, and [`LINES`] in
+/// an inline link's text by the lines it points at; a link that does not
+/// resolve, or [`LINES`] in the text of a link to a whole file, is an error
+/// naming the page and line.
 pub(super) fn expand(page_name: &str, page: &str) -> Result<String> {
     let mut out = String::with_capacity(page.len());
     let mut from = 0;
     for link in source_links(page) {
-        let url = resolve(&link.spec).with_context(|| format!("{page_name}:{}", link.line))?;
+        let at = || format!("{page_name}:{}", link.line);
+        let url = resolve(&link.spec).with_context(at)?;
         out.push_str(&page[from..link.start]);
+        if out.ends_with("](") {
+            let text_start = out.rfind('[').unwrap_or(0);
+            if out[text_start..].contains(LINES) {
+                let lines = lines_of(&url).with_context(|| {
+                    format!("{}: {LINES} in the text of a link to no lines", at())
+                })?;
+                let text = out[text_start..].replace(LINES, &lines);
+                out.truncate(text_start);
+                out.push_str(&text);
+            }
+        }
         out.push_str(&url);
         from = link.end;
     }
     out.push_str(&page[from..]);
     Ok(out)
+}
+
+/// `lines 25–28` for a URL ending in `#L25-L28`, `line 284` for `#L284`.
+fn lines_of(url: &str) -> Option<String> {
+    let (_, range) = url.rsplit_once("#L")?;
+    Some(match range.split_once("-L") {
+        Some((first, last)) => format!("lines {first}–{last}"),
+        None => format!("line {range}"),
+    })
 }
 
 #[cfg(test)]
@@ -688,6 +716,19 @@ func run(ctx context.Context) error {
         for wrong in ["1.90", "0.90.2", "1.90.x", "v2.0.0", ""] {
             assert!(Release::of(wrong).is_err(), "{wrong}");
         }
+    }
+
+    #[test]
+    fn a_links_text_gets_the_lines_its_url_points_at() {
+        assert_eq!(
+            lines_of("https://x/main.go#L25-L28").as_deref(),
+            Some("lines 25–28")
+        );
+        assert_eq!(
+            lines_of("https://x/main.go#L284").as_deref(),
+            Some("line 284")
+        );
+        assert_eq!(lines_of("https://x/main.go"), None);
     }
 
     #[test]

@@ -1,8 +1,8 @@
 //! `{{#version NAME}}`: a version of `versions.toml`, written into a page at
 //! build time, so that no page types one.
 //!
-//! NAME is `kubernetes` (`v1.36.3`: kube-apiserver, kubectl, …), `staging`
-//! (`v0.36.3`: client-go, the Go sample-controller), `minor` (`1.36`),
+//! NAME is `kubernetes` (`v1.37.1`: kube-apiserver, kubectl, …), `staging`
+//! (`v0.37.1`: client-go, the Go sample-controller), `minor` (`1.36`),
 //! `etcd` or `kwok`. It works in prose and in code blocks (a command that
 //! names a version); `\{{#version …}}` is left alone.
 

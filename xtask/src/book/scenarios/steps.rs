@@ -20,7 +20,7 @@ pub(in crate::book) async fn watch_list(env: &Env, cp: &ControlPlane) -> Result<
     let kubeconfig = env.kubeconfig.display().to_string();
     let programs = [
         (
-            "Go sample-controller v0.36.3",
+            "Go sample-controller v0.37.1",
             go,
             vec![format!("-kubeconfig={kubeconfig}")],
         ),
