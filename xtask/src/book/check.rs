@@ -32,6 +32,7 @@ pub fn check() -> Result<()> {
     let pages = markdown_pages(&src)?;
     failures.extend(check_includes(&pages)?);
     failures.extend(check_step_chapters(&src)?);
+    failures.extend(check_table_code(&src)?);
     failures.extend(super::runit::check_run_it(&src)?);
     failures.extend(check_go_links(&pages));
     failures.extend(check_summary(&src, &pages)?);
@@ -206,6 +207,71 @@ fn check_step_chapters(src: &Path) -> Result<Vec<String>> {
     Ok(failures)
 }
 
+/// The Rust column of each step chapter's "Go → Rust" table names only code
+/// that exists: every identifier in its code spans is a word of the
+/// workspace's Rust sources (the steps, the shared crate, step 8, the
+/// examples), so that a renamed function or a call the code no longer makes
+/// cannot stay in the table.
+fn check_table_code(src: &Path) -> Result<Vec<String>> {
+    let root = crate::repo_root();
+    let mut words = std::collections::BTreeSet::new();
+    for dir in ["src", "steps", "step8", "examples"] {
+        let mut files = Vec::new();
+        collect_files(&root.join(dir), &mut files)?;
+        for file in files
+            .iter()
+            .filter(|f| f.extension().is_some_and(|e| e == "rs"))
+        {
+            let text = std::fs::read_to_string(file)?;
+            words.extend(identifiers(&text).map(str::to_string));
+        }
+    }
+    let mut failures = Vec::new();
+    for step in testcluster::steps::STEPS {
+        let chapter = src.join(step.chapter);
+        let text = std::fs::read_to_string(&chapter)
+            .with_context(|| format!("reading {}", rel(&chapter)))?;
+        for (cell, missing) in table_code_not_in(&text, &words) {
+            failures.push(format!(
+                "{}: the Go → Rust table names `{missing}` (in `{cell}`), which no Rust source of the workspace has",
+                rel(&chapter)
+            ));
+        }
+    }
+    Ok(failures)
+}
+
+/// The Rust column's code spans of the "Go → Rust" table in `chapter`, each
+/// with its first identifier that `words` lacks.
+fn table_code_not_in<'a>(
+    chapter: &'a str,
+    words: &std::collections::BTreeSet<String>,
+) -> Vec<(&'a str, &'a str)> {
+    let Some(start) = chapter.find("\n## Go → Rust\n") else {
+        return Vec::new();
+    };
+    let section = &chapter[start + 1..];
+    let section = &section[..section[3..].find("\n## ").map_or(section.len(), |e| e + 3)];
+    let mut missing = Vec::new();
+    for row in section.lines().filter(|l| l.starts_with('|')).skip(2) {
+        let Some(rust) = row.split('|').nth(2) else {
+            continue;
+        };
+        for cell in rust.split('`').skip(1).step_by(2) {
+            if let Some(word) = identifiers(cell).find(|w| !words.contains(*w)) {
+                missing.push((cell, word));
+            }
+        }
+    }
+    missing
+}
+
+/// The identifiers of at least three characters in `text`.
+fn identifiers(text: &str) -> impl Iterator<Item = &str> {
+    text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|w| w.len() >= 3 && w.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_'))
+}
+
 /// Every link to the Go sample-controller is pinned to the tag the port follows.
 fn check_go_links(pages: &BTreeMap<PathBuf, String>) -> Vec<String> {
     let tag = testcluster::binaries::SAMPLE_CONTROLLER_VERSION;
@@ -370,4 +436,25 @@ fn normalise(path: &Path) -> PathBuf {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_table_naming_code_no_source_has_is_reported_and_known_code_is_not() {
+        let words = ["watch_list", "api", "default_backoff", "reflect"]
+            .map(String::from)
+            .into_iter()
+            .collect();
+        let chapter = "# Step\n\n## Go → Rust\n\n| Go | Rust | Notes |\n|---|---|---|\n\
+                       | `Informer()` | `watch_list(api).default_backoff()` | ok |\n\
+                       | `Resync` | `watcher(api, cfg)` and `reflect` | `nothing_here` |\n\n## Run it\n\
+                       | `x` | `not_a_table_row` | |\n";
+        assert_eq!(
+            table_code_not_in(chapter, &words),
+            [("watcher(api, cfg)", "watcher")]
+        );
+    }
 }
