@@ -195,7 +195,7 @@ fn move_version(text: &str, old: &str, new: &str) -> String {
     for m in pattern.captures_iter(text) {
         let whole = m.get(0).expect("a match");
         // `1.36.3.4` is another version.
-        if text[whole.end()..].starts_with(|c: char| c == '.')
+        if text[whole.end()..].starts_with('.')
             && text[whole.end() + 1..].starts_with(|c: char| c.is_ascii_digit())
         {
             continue;
