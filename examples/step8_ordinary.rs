@@ -96,13 +96,17 @@ async fn reconcile(foo: Arc<Foo>, ctx: Arc<Context>) -> Result<Action, Error> {
     let deployments: Api<Deployment> = Api::namespaced(ctx.client.clone(), &namespace);
     let apply = PatchParams::apply(FIELD_MANAGER).force();
 
-    // No cache of Deployments here: read it. Never touch one we do not own.
+    // No cache of Deployments here: read it. Never touch one we do not own,
+    // and apply to the one we checked (its UID): if someone replaced it since,
+    // the API server refuses the apply instead of letting it take theirs over.
+    let mut desired = new_deployment(&foo);
     if let Some(existing) = deployments.get_opt(name).await? {
         ensure_controlled(&ctx.recorder, &existing, &foo).await?;
+        desired.metadata.uid = existing.uid();
     }
     // Server-side apply: the fields we set, nothing else, create or update.
     let deployment = deployments
-        .patch(name, &apply, &Patch::Apply(new_deployment(&foo)))
+        .patch(name, &apply, &Patch::Apply(desired))
         .await?;
 
     // The status, applied through the status subresource.

@@ -278,6 +278,11 @@ async fn step_8_restarts(mut s: Scenario<'_>) -> Vec<Line> {
     })
 }
 
+/// What a program that created a deleted Foo's Deployment did.
+const RECREATED: &str = "Deployment gone was created again for a Foo the API server had deleted \
+                         (the program's Foo cache still had it: create only once a write to the Foo, \
+                         its status, has shown that it exists)";
+
 /// How far behind the other watches a lagging watch is held: longer than the
 /// check's own requests take, so that the program acts on a cache that has
 /// not seen them.
@@ -353,10 +358,7 @@ async fn step_8_foos_lag(mut s: Scenario<'_>) -> Vec<Line> {
                 LAG
             );
             if since.items.iter().any(|d| d.name_any() == "gone") {
-                return Err(p.explain(
-                    expected,
-                    "Deployment gone was created again for a Foo the API server had deleted",
-                ));
+                return Err(p.explain(expected, RECREATED));
             }
             let rv = since.metadata.resource_version.unwrap_or_default();
             let mut created = deployments
@@ -374,12 +376,7 @@ async fn step_8_foos_lag(mut s: Scenario<'_>) -> Vec<Line> {
                 };
                 match event {
                     Some(Ok(kube::api::WatchEvent::Added(d))) if d.name_any() == "gone" => {
-                        return Err(p.explain(
-                            expected,
-                            "Deployment gone was created again for a Foo the API server had deleted \
-                             (the program's Foo cache still had it: create only once a write to the Foo, \
-                             its status, has shown that it exists)",
-                        ));
+                        return Err(p.explain(expected, RECREATED));
                     }
                     Some(Ok(kube::api::WatchEvent::Added(d)))
                         if d.name_any() == "kept" && d.uid() != kept.uid() =>

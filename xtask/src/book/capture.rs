@@ -42,6 +42,9 @@ const OTHER_OUTPUT_FILES: &[&str] = &[
     "leader-election.txt",
     "leader-lost.txt",
     "musl-binary.txt",
+    "check-step-5-starter.txt",
+    "check-step-5-reference.txt",
+    "check-step-8-ordinary.txt",
 ];
 
 /// Every capture: each step's (the step registry says which) and the others.
@@ -172,6 +175,26 @@ pub(super) async fn outputs(only: &[String], check: bool) -> Result<()> {
     if wanted("rbac-forbidden.txt") {
         let lines = rbac_forbidden(&env).await?;
         write(&out, "rbac-forbidden.txt", &env, lines)?;
+    }
+
+    // The checker: a starter as handed out, the project's own step, and the
+    // ordinary kube-rs controller against step 8's check.
+    if wanted("check-step-5-starter.txt") {
+        let lines = timed("check-step-5-starter.txt", xtask_check(&env, "step-5", 1)).await?;
+        write(&out, "check-step-5-starter.txt", &env, lines)?;
+    }
+    if wanted("check-step-5-reference.txt") {
+        let lines = timed(
+            "check-step-5-reference.txt",
+            xtask_check(&env, "step-5 --reference", 0),
+        )
+        .await?;
+        write(&out, "check-step-5-reference.txt", &env, lines)?;
+    }
+    if wanted("check-step-8-ordinary.txt") {
+        let args = "--program target/debug/examples/step8_ordinary step-8";
+        let lines = timed("check-step-8-ordinary.txt", xtask_check(&env, args, 1)).await?;
+        write(&out, "check-step-8-ordinary.txt", &env, lines)?;
     }
 
     // Running in a cluster.

@@ -61,6 +61,16 @@ static VARYING: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
         (r"\(x\d+ over <dur>\)", "(x<n> over <dur>)"),
         // Process IDs.
         (r"\b(pid|PID)[ =]\d+", "$1 <pid>"),
+        // A test control plane's directory, and the namespaces a check creates.
+        (r"/tmp/sample-controller-rs-\d+-[0-9a-f]+/", "<tmp>/"),
+        (r"\bcheck-([a-z0-9]+)-\d+-\d+\b", "check-$1-<n>"),
+        // A panicking thread's ID.
+        (r"thread '([^']*)' \(\d+\)", "thread '$1' (<tid>)"),
+        // The namespaces a failed check leaves, in the order its scenarios ended.
+        (
+            r"kept for you to look at: [^(]*\(",
+            "kept for you to look at: <namespaces> (",
+        ),
     ]
     .into_iter()
     .map(|(pattern, with)| (Regex::new(pattern).expect("a valid pattern"), with))
@@ -69,6 +79,30 @@ static VARYING: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
 
 /// What else varies in one capture: (file, pattern, placeholder, why).
 const VARYING_IN: &[(&str, &str, &str, &str)] = &[
+    (
+        "check-step-8-ordinary.txt",
+        r#"\(\d+, Some\("\d+"\)\) became \(\d+, Some\("\d+"\)\)"#,
+        "(<count>, Some(<rv>)) became (<count>, Some(<rv>))",
+        "the Synced Events counted and the Deployment's resourceVersion, as many as the timing allowed",
+    ),
+    (
+        "check-step-8-ordinary.txt",
+        r"^\s+<time>\s+[A-Z]+ .*$",
+        "<a line the program printed>",
+        "which of its last lines a failure quotes depends on what the program was doing when it failed",
+    ),
+    (
+        "check-step-8-ordinary.txt",
+        r"happened: (still running <dur> after SIGTERM|it exited with signal: 15 \(SIGTERM\)); it exited,",
+        "happened: <no clean exit>; it exited,",
+        "a SIGTERM before kube's Controller installed its handler kills it, one after leaves it running: both fail the behaviour (hardening.md says why)",
+    ),
+    (
+        "check-step-8-ordinary.txt",
+        r"round \d+:",
+        "round <n>:",
+        "which of five restarts first catches the Controller before its Foo cache is filled",
+    ),
     (
         "step-7-events.txt",
         r"(Sync\s+)\d+",
@@ -216,6 +250,37 @@ pub(super) fn differences(file: &str, committed: &str, fresh: &str) -> Option<St
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_checks_run_directories_namespaces_and_thread_ids_vary_and_its_verdicts_do_not() {
+        let a = "  kept for you to look at: check-step8-3006-0, check-foreign-3006-2 (kubectl get foos)";
+        let b =
+            "  kept for you to look at: check-foreign-41-2, check-step8-41-0 (kubectl get foos)";
+        assert_eq!(shape("x.txt", a), shape("x.txt", b));
+        let a = "happened: meanwhile there is no Deployment check-step5-26715-0/web-nginx; in /tmp/sample-controller-rs-3006-94483740/kubeconfig";
+        let b = "happened: meanwhile there is no Deployment check-step5-1-0/web-nginx; in /tmp/sample-controller-rs-77-0a/kubeconfig";
+        assert_eq!(shape("x.txt", a), shape("x.txt", b));
+        assert_eq!(
+            shape(
+                "x.txt",
+                "thread 'main' (28662) panicked at workshop/step-5.rs:101:5:"
+            ),
+            shape(
+                "x.txt",
+                "thread 'main' (1) panicked at workshop/step-5.rs:101:5:"
+            )
+        );
+        assert_ne!(
+            shape("x.txt", "  pass  creates the Foo's Deployment"),
+            shape("x.txt", "  FAIL  creates the Foo's Deployment")
+        );
+        let printed = "                    2026-12-02T04:08:40.041087Z  INFO step8_ordinary: Starting workers";
+        assert_eq!(
+            shape("check-step-8-ordinary.txt", printed),
+            "<a line the program printed>"
+        );
+        assert_ne!(shape("step-8.txt", printed), "<a line the program printed>");
+    }
 
     #[test]
     fn what_varies_between_two_runs_has_one_shape() {

@@ -4,6 +4,8 @@
 
 mod cluster;
 mod steps;
+mod workshop;
 
 pub(super) use cluster::*;
 pub(super) use steps::*;
+pub(super) use workshop::*;

@@ -20,17 +20,20 @@ pub(in crate::book) async fn watch_list(env: &Env, cp: &ControlPlane) -> Result<
     let kubeconfig = env.kubeconfig.display().to_string();
     let programs = [
         (
-            "Go sample-controller v0.37.1",
+            format!(
+                "Go sample-controller {}",
+                testcluster::binaries::STAGING_VERSION
+            ),
             go,
             vec![format!("-kubeconfig={kubeconfig}")],
         ),
         (
-            "step-7",
+            "step-7".to_string(),
             env.bin.join("step-7"),
             vec!["--kubeconfig".into(), kubeconfig.clone()],
         ),
         (
-            "step-8",
+            "step-8".to_string(),
             env.bin.join("step-8"),
             vec!["--kubeconfig".into(), kubeconfig.clone()],
         ),
