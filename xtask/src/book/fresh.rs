@@ -123,6 +123,12 @@ const VARYING_IN: &[(&str, &str, &str, &str)] = &[
     ),
     (
         "watch-list.txt",
+        r"\b\d+ bytes,",
+        "<n> bytes,",
+        "the size of a watch-list's events: resourceVersions, UIDs and times differ in length, and gzip's output with them",
+    ),
+    (
+        "watch-list.txt",
         r"^(Go sample-controller \S+\s+foos: WATCH) [12]\b",
         "$1 <1 or 2>",
         "client-go's Foo informer sometimes starts its WATCH twice within the second measured (step-2.md says so)",

@@ -74,7 +74,90 @@ pub(in crate::book) async fn watch_list(env: &Env, cp: &ControlPlane) -> Result<
             of("deployments")
         ));
     }
+    lines.extend(watch_list_bytes(env).await?);
     Ok(lines)
+}
+
+/// How many Foos the watch-list size is measured with.
+const MEASURED_FOOS: usize = 200;
+
+/// The bytes of one watch-list of [`MEASURED_FOOS`] Foos (their initial
+/// events and the bookmark after them), asked as kube asks (no
+/// `Accept-Encoding`) and as client-go asks (`Accept-Encoding: gzip`, which
+/// Go's HTTP transport adds): what Kubernetes 1.37's `WatchListCompression`
+/// saves a client that asks.
+async fn watch_list_bytes(env: &Env) -> Result<Vec<String>> {
+    let ns = "book-watch-list-bytes";
+    testcluster::create_namespace(&env.client, ns).await?;
+    let foos: Api<Foo> = Api::namespaced(env.client.clone(), ns);
+    let creates = (0..MEASURED_FOOS).map(|i| {
+        let foo = Foo::new(
+            &format!("foo-{i}"),
+            sample_controller::FooSpec {
+                deployment_name: format!("foo-{i}"),
+                replicas: Some(1),
+            },
+        );
+        let foos = foos.clone();
+        async move { foos.create(&Default::default(), &foo).await }
+    });
+    for created in futures::future::join_all(creates).await {
+        created.context("creating a Foo to measure the watch-list with")?;
+    }
+    let path = format!(
+        "/apis/samplecontroller.k8s.io/v1alpha1/namespaces/{ns}/foos?watch=1&sendInitialEvents=true&allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan"
+    );
+    let mut lines = vec![format!(
+        "(the bytes of one watch-list of {MEASURED_FOOS} Foos, their initial events and the bookmark after them, read for 3 s)"
+    )];
+    for (who, gzip) in [
+        ("kube (no Accept-Encoding)", false),
+        ("client-go (Accept-Encoding: gzip)", true),
+    ] {
+        let (bytes, encoding) = response_bytes(&env.client, &path, gzip).await?;
+        lines.push(format!(
+            "{who:<36} {bytes} bytes, Content-Encoding: {encoding}"
+        ));
+    }
+    Api::<k8s_openapi::api::core::v1::Namespace>::all(env.client.clone())
+        .delete(ns, &Default::default())
+        .await
+        .context("deleting the namespace of the measured Foos")?;
+    Ok(lines)
+}
+
+/// The bytes of the response to a GET of `path` within 3 s, with or without
+/// `Accept-Encoding: gzip`, and the encoding the API server answered with.
+async fn response_bytes(client: &kube::Client, path: &str, gzip: bool) -> Result<(usize, String)> {
+    use http_body_util::BodyExt;
+    let mut request = http::Request::get(path);
+    if gzip {
+        request = request.header(http::header::ACCEPT_ENCODING, "gzip");
+    }
+    let response = client
+        .send(request.body(kube::client::Body::from(Vec::new()))?)
+        .await
+        .with_context(|| format!("GET {path}"))?;
+    anyhow::ensure!(
+        response.status().is_success(),
+        "GET {path}: {}",
+        response.status()
+    );
+    let encoding = response
+        .headers()
+        .get(http::header::CONTENT_ENCODING)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("none")
+        .to_string();
+    let mut body = response.into_body();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(3);
+    let mut bytes = 0;
+    while let Ok(Some(frame)) = tokio::time::timeout_at(deadline, body.frame()).await {
+        if let Some(data) = frame.context("reading the watch")?.data_ref() {
+            bytes += data.len();
+        }
+    }
+    Ok((bytes, encoding))
 }
 
 pub(in crate::book) async fn crd_missing(env: &Env) -> Result<Vec<String>> {
