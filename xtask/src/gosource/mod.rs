@@ -185,10 +185,7 @@ pub fn check_preprocessor(book: &Path) -> Result<()> {
     let exe = command.split_whitespace().next().unwrap_or_default();
     let configured = book.join(exe);
     let running = std::env::current_exe()?;
-    let same = match (configured.canonicalize(), running.canonicalize()) {
-        (Ok(a), Ok(b)) => a == b,
-        _ => false,
-    };
+    let same = same_binary(&configured, &running);
     ensure!(
         same,
         "book.toml's gosource preprocessor runs {}, but this check runs {}: build xtask into \
@@ -197,6 +194,22 @@ pub fn check_preprocessor(book: &Path) -> Result<()> {
         running.display()
     );
     Ok(())
+}
+
+/// Whether `running` (this process's executable) is the file at `configured`.
+/// A binary rebuilt while this one runs (a capture's nested `cargo xtask`
+/// relinks it when its environment differs) leaves this process running an
+/// unlinked file, which Linux names `PATH (deleted)`: the file now at `PATH`
+/// was built from the same tree, so it counts as the same.
+fn same_binary(configured: &Path, running: &Path) -> bool {
+    let running = running
+        .to_str()
+        .and_then(|p| p.strip_suffix(" (deleted)"))
+        .map_or_else(|| running.to_path_buf(), PathBuf::from);
+    match (configured.canonicalize(), running.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -350,6 +363,21 @@ fn resolve_directive(directive: &Directive) -> Result<(Arc<GoFile>, usize, usize
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_binary_rebuilt_in_place_while_running_is_still_the_configured_one() {
+        let dir = std::env::temp_dir().join(format!("same-binary-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let exe = dir.join("xtask");
+        std::fs::write(&exe, b"").unwrap();
+        let other = dir.join("other");
+        std::fs::write(&other, b"").unwrap();
+        assert!(same_binary(&exe, &exe));
+        assert!(same_binary(&exe, Path::new(&format!("{} (deleted)", exe.display()))));
+        assert!(!same_binary(&exe, &other));
+        assert!(!same_binary(&exe, Path::new(&format!("{} (deleted)", other.display()))));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
     use links::Selector;
     use markdown::parse_directive;
     use render::following_fence;
