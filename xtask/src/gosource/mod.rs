@@ -363,6 +363,9 @@ fn resolve_directive(directive: &Directive) -> Result<(Arc<GoFile>, usize, usize
 #[cfg(test)]
 mod tests {
     use super::*;
+    use links::Selector;
+    use markdown::parse_directive;
+    use render::following_fence;
 
     #[test]
     fn a_binary_rebuilt_in_place_while_running_is_still_the_configured_one() {
@@ -373,14 +376,17 @@ mod tests {
         let other = dir.join("other");
         std::fs::write(&other, b"").unwrap();
         assert!(same_binary(&exe, &exe));
-        assert!(same_binary(&exe, Path::new(&format!("{} (deleted)", exe.display()))));
+        assert!(same_binary(
+            &exe,
+            Path::new(&format!("{} (deleted)", exe.display()))
+        ));
         assert!(!same_binary(&exe, &other));
-        assert!(!same_binary(&exe, Path::new(&format!("{} (deleted)", other.display()))));
+        assert!(!same_binary(
+            &exe,
+            Path::new(&format!("{} (deleted)", other.display()))
+        ));
         std::fs::remove_dir_all(&dir).unwrap();
     }
-    use links::Selector;
-    use markdown::parse_directive;
-    use render::following_fence;
 
     const GO: &str = "/*
 Copyright 2017 The Kubernetes Authors.
