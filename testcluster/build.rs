@@ -34,7 +34,7 @@ fn main() {
         (
             "KUBERNETES_MINOR",
             format!("1.{minor}"),
-            "The minor release, as the book says it (`1.36`).",
+            "The minor release, as the book says it (`1.MINOR`).",
         ),
         (
             "K8S_OPENAPI_FEATURE",

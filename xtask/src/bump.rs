@@ -185,11 +185,8 @@ fn pinned_files(root: &Path) -> Result<Vec<String>> {
 fn move_version(text: &str, old: &str, new: &str) -> String {
     let bare = |v: &str| v.trim_start_matches('v').to_string();
     let (old_bare, new_bare) = (bare(old), bare(new));
-    let pattern = regex::Regex::new(&format!(
-        r"(^|[^\w.])(v?){}(\b|$)",
-        regex::escape(&old_bare)
-    ))
-    .expect("a valid pattern");
+    let pattern = regex::Regex::new(&format!(r"(^|[^\w.])(v?){}\b", regex::escape(&old_bare)))
+        .expect("a valid pattern");
     let mut out = String::with_capacity(text.len());
     let mut last = 0;
     for m in pattern.captures_iter(text) {

@@ -263,17 +263,38 @@ pub(super) async fn refuses_foreign_deployment(
     foreign: &Deployment,
 ) -> Checked<()> {
     create_foo(client, ns, "squatter", "taken", 3).await?;
-    let refusal = r#"Resource "taken" already exists and is not managed by Foo"#;
+    untouched_until_refused(p, client, ns, foreign, untouchable, 2).await
+}
+
+/// Watches `theirs`, a Deployment no Foo controls, until the program has
+/// logged its refusal of it `times` times; fails at the first write to it:
+/// a change to what `view` shows of it, or a managedFields entry of
+/// `sample-controller`.
+pub(super) async fn untouched_until_refused(
+    p: &mut Program,
+    client: &Client,
+    ns: &str,
+    theirs: &Deployment,
+    view: fn(&Deployment) -> serde_json::Value,
+    times: usize,
+) -> Checked<()> {
+    let name = theirs.name_any();
+    let refusal = format!(r#"Resource "{name}" already exists and is not managed by Foo"#);
+    let logged = match times {
+        1 => "logged".to_string(),
+        2 => "logged twice (retried)".to_string(),
+        n => format!("logged {n} times (retried)"),
+    };
     let expected = format!(
-        "Deployment taken never written (Foo squatter does not control it) and the refusal \"{refusal}\" logged twice (retried)"
+        "Deployment {name} (no Foo controls it) never written, and the refusal \"{refusal}\" {logged}"
     );
     let deadline = tokio::time::Instant::now() + WAIT;
     loop {
         p.process.drain_for(Duration::from_millis(200)).await;
-        let now = get_deployment(client, ns, "taken")
+        let now = get_deployment(client, ns, &name)
             .await
-            .map_err(|e| failure(expected.clone(), format!("Deployment taken: {e}")))?;
-        let changed = changed_paths("", &untouchable(foreign), &untouchable(&now));
+            .map_err(|e| failure(expected.clone(), format!("Deployment {name}: {e}")))?;
+        let changed = changed_paths("", &view(theirs), &view(&now));
         let ours = writers(&now, None)
             .into_iter()
             .filter(|(m, _)| m == "sample-controller")
@@ -286,8 +307,8 @@ pub(super) async fn refuses_foreign_deployment(
                 ),
             ));
         }
-        let refused = p.output().iter().filter(|l| l.contains(refusal)).count();
-        if refused >= 2 {
+        let refused = p.output().iter().filter(|l| l.contains(&refusal)).count();
+        if refused >= times {
             return Ok(());
         }
         if !p.process.is_running() {

@@ -2,7 +2,7 @@
 //! build time, so that no page types one.
 //!
 //! NAME is `kubernetes` (`v1.37.1`: kube-apiserver, kubectl, …), `staging`
-//! (`v0.37.1`: client-go, the Go sample-controller), `minor` (`1.36`),
+//! (`v0.37.1`: client-go, the Go sample-controller), `minor` (its `1.MINOR`),
 //! `etcd` or `kwok`. It works in prose and in code blocks (a command that
 //! names a version); `\{{#version …}}` is left alone.
 
