@@ -65,10 +65,17 @@ impl Kubectl {
 
     /// Runs `line` with bash, as a reader would paste it: this kubectl first
     /// on `PATH`, `KUBECONFIG` set, in the repository root (so that
-    /// `manifests/…` resolves).
+    /// `manifests/…` resolves), without the variables `cargo run` set for
+    /// this program (a `cargo` in the line would otherwise rebuild ring and
+    /// everything linking it, whose build script watches `CARGO_PKG_NAME`).
     pub async fn shell(&self, line: &str) -> Result<Output> {
         let mut command = tokio::process::Command::new("bash");
         command.args(["-c", line]);
+        for (key, _) in std::env::vars_os() {
+            if testcluster::cargo::describes_running_package(&key) {
+                command.env_remove(key);
+            }
+        }
         let dir = self.exe.parent().unwrap_or(Path::new("."));
         let mut path = std::ffi::OsString::from(dir);
         if let Some(old) = std::env::var_os("PATH") {
@@ -153,6 +160,22 @@ fn in_double_quotes(path: &Path, home: Option<&Path>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_shell_line_does_not_see_the_variables_cargo_run_set_for_xtask() {
+        // `cargo test` sets them for this test as `cargo xtask` does for xtask.
+        assert!(std::env::var_os("CARGO_PKG_NAME").is_some());
+        let kubectl = Kubectl {
+            exe: PathBuf::from("/usr/bin/kubectl"),
+            kubeconfig: None,
+            cache_dir: None,
+        };
+        let out = kubectl
+            .shell(r#"echo "${CARGO_PKG_NAME-unset} ${CARGO_MANIFEST_DIR-unset} ${PATH%%:*}""#)
+            .await
+            .unwrap();
+        assert_eq!(out.lines, ["unset unset /usr/bin"]);
+    }
 
     #[test]
     fn paths_are_written_for_double_quotes() {

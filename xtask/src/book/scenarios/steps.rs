@@ -181,6 +181,8 @@ pub(in crate::book) async fn step_1(env: &Env) -> Result<Vec<String>> {
             create_namespace_command(ns),
             format!("kubectl -n {ns} apply -f manifests/example-foo.yaml"),
             foreign_deployment_command(ns, "plain-deployment"),
+            // Without it, whether the Pod is ready yet is a race.
+            format!("kubectl -n {ns} wait --for=condition=Available deployment/plain-deployment"),
         ])
         .await?;
     let mut run = Run::start(env, "step-1", ns, &[])?;
