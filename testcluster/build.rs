@@ -41,6 +41,11 @@ fn main() {
             format!("v1_{minor}"),
             "The k8s-openapi feature of that minor release.",
         ),
+        (
+            "OLDEST_KUBERNETES_VERSION",
+            format!("v{}", get("oldest_kubernetes")),
+            "The oldest Kubernetes the course claims: every step is checked against it.",
+        ),
         ("ETCD_VERSION", format!("v{}", get("etcd")), "etcd version."),
         ("KWOK_VERSION", format!("v{}", get("kwok")), "kwok version."),
     ];

@@ -118,11 +118,10 @@ impl Binary {
 
     /// `-ldflags` value: strip symbols and, for Kubernetes, stamp the version so that
     /// `--version` and `/version` report it instead of `v0.0.0-master`.
-    fn ldflags(self) -> String {
+    fn ldflags(self, version: &str) -> String {
         if self.component() != "kubernetes" {
             return "-s -w".to_string();
         }
-        let version = KUBERNETES_VERSION;
         let mut parts = version.trim_start_matches('v').split('.');
         let major = parts.next().unwrap_or("1");
         let minor = parts.next().unwrap_or("0");
@@ -190,9 +189,14 @@ pub fn cache_dir() -> Result<PathBuf> {
 
 /// Where a built binary is cached: `<cache_dir>/bin/<component>-<version>/<name>`.
 pub fn cached_path(binary: Binary) -> Result<PathBuf> {
+    cached_path_at(binary, binary.version())
+}
+
+/// Where `binary` built at another `version` (`v1.MINOR.PATCH`) is cached, beside the pinned one.
+pub fn cached_path_at(binary: Binary, version: &str) -> Result<PathBuf> {
     Ok(cache_dir()?
         .join("bin")
-        .join(format!("{}-{}", binary.component(), binary.version()))
+        .join(format!("{}-{}", binary.component(), version))
         .join(binary.name()))
 }
 
@@ -239,7 +243,15 @@ pub fn ensure(binary: Binary) -> Result<PathBuf> {
 /// Holds a lock file next to the output while building, so two processes (an xtask and a
 /// test, say) never build the same binary at once.
 pub fn build(binary: Binary) -> Result<PathBuf> {
-    let dest = cached_path(binary)?;
+    let module_dir = controlplane_dir().join(binary.component());
+    build_at(binary, &module_dir, binary.version())
+}
+
+/// Builds `binary` at `version` from the wrapper module in `module_dir` (one that
+/// requires that version) into the cache ([`cached_path_at`]) unless it is there.
+/// [`build`] is this with the pinned version and `controlplane/<component>`.
+pub fn build_at(binary: Binary, module_dir: &Path, version: &str) -> Result<PathBuf> {
+    let dest = cached_path_at(binary, version)?;
     let dir = dest
         .parent()
         .ok_or_else(|| anyhow!("cache path {} has no parent", dest.display()))?;
@@ -253,18 +265,23 @@ pub fn build(binary: Binary) -> Result<PathBuf> {
     check_go(binary)?;
 
     let tmp = dir.join(format!(".{}.tmp-{}", binary.name(), std::process::id()));
-    let module_dir = controlplane_dir().join(binary.component());
     progress(&format!(
         "building {} {} with go build in {} (a first build takes {} on 2 cores; later builds reuse Go's cache)...",
         binary,
-        binary.version(),
+        version,
         module_dir.display(),
         binary.cold_build_estimate()
     ));
     let started = Instant::now();
     let mut child = Command::new("go")
-        .current_dir(&module_dir)
-        .args(["build", "-trimpath", "-ldflags", &binary.ldflags(), "-o"])
+        .current_dir(module_dir)
+        .args([
+            "build",
+            "-trimpath",
+            "-ldflags",
+            &binary.ldflags(version),
+            "-o",
+        ])
         .arg(&tmp)
         .arg(binary.package())
         .stdin(Stdio::null())
@@ -480,13 +497,13 @@ mod tests {
 
     #[test]
     fn kubernetes_builds_are_version_stamped() {
-        let flags = Binary::KubeScheduler.ldflags();
+        let flags = Binary::KubeScheduler.ldflags(KUBERNETES_VERSION);
         assert!(flags.contains(&format!(
             "-X k8s.io/component-base/version.gitVersion={KUBERNETES_VERSION}"
         )));
         let minor = KUBERNETES_MINOR.trim_start_matches("1.");
         assert!(flags.contains(&format!("-X k8s.io/client-go/pkg/version.gitMinor={minor}")));
-        assert_eq!(Binary::Etcd.ldflags(), "-s -w");
+        assert_eq!(Binary::Etcd.ldflags(ETCD_VERSION), "-s -w");
     }
 
     #[test]

@@ -63,7 +63,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, anyhow, bail};
+use anyhow::{Context, Result, anyhow, bail, ensure};
 use k8s_openapi::api::core::v1::{Node, ServiceAccount};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, Patch, PatchParams, PostParams};
@@ -235,10 +235,14 @@ impl ControlPlane {
             Ok(())
         }
         .await;
+        let result = match result {
+            Ok(()) => cp.expected_version().await,
+            Err(err) => Err(err),
+        };
         match result {
-            Ok(()) => {
+            Ok(version) => {
                 eprintln!(
-                    "testcluster: control plane ready in {:.1}s at {} (kubeconfig {})",
+                    "testcluster: control plane {version} ready in {:.1}s at {} (kubeconfig {})",
                     started.elapsed().as_secs_f64(),
                     cp.server,
                     cp.kubeconfig.display()
@@ -255,6 +259,18 @@ impl ControlPlane {
                 )))
             }
         }
+    }
+
+    /// The version kube-apiserver reports; an error if it is not the one
+    /// [`EXPECT_KUBERNETES`] names (so that a run meant for another release,
+    /// `cargo xtask oldest`, cannot test the pinned one by mistake).
+    async fn expected_version(&self) -> Result<String> {
+        let info = self.client().await?.apiserver_version().await?;
+        the_expected_version(
+            std::env::var_os(EXPECT_KUBERNETES).as_deref(),
+            &info.git_version,
+        )?;
+        Ok(info.git_version)
     }
 
     /// One start attempt with fresh ports.
@@ -686,6 +702,23 @@ impl Drop for ControlPlane {
     }
 }
 
+/// An environment variable: when set (`v1.MINOR.PATCH`), every control plane checks
+/// that its kube-apiserver reports this version, and fails to start otherwise.
+pub const EXPECT_KUBERNETES: &str = "TESTCLUSTER_EXPECT_KUBERNETES";
+
+/// Fails when `wanted` ([`EXPECT_KUBERNETES`]) is set and is not `reported`.
+fn the_expected_version(wanted: Option<&std::ffi::OsStr>, reported: &str) -> Result<()> {
+    if let Some(wanted) = wanted {
+        ensure!(
+            wanted.to_str() == Some(reported),
+            "{EXPECT_KUBERNETES} is {}, but kube-apiserver reports {reported} (is {} set to another build?)",
+            wanted.to_string_lossy(),
+            Binary::KubeApiserver.env_var()
+        );
+    }
+    Ok(())
+}
+
 /// A control plane shared by all tests of one test binary, started on first use with
 /// [`Options::default`].
 ///
@@ -1009,5 +1042,19 @@ pub fn sweep_stale_data_dirs(base: &Path) {
         if !dir.join(KEPT_MARKER).exists() {
             let _ = fs::remove_dir_all(&dir);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::OsStr;
+
+    #[test]
+    fn a_control_plane_of_another_version_than_expected_is_refused() {
+        let err = the_expected_version(Some(OsStr::new("v1.90.0")), "v1.91.2").unwrap_err();
+        assert!(err.to_string().contains("reports v1.91.2"), "{err}");
+        the_expected_version(Some(OsStr::new("v1.91.2")), "v1.91.2").unwrap();
+        the_expected_version(None, "v1.91.2").unwrap();
     }
 }

@@ -15,7 +15,8 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 use testcluster::binaries::{
-    ETCD_VERSION, K8S_OPENAPI_FEATURE, KUBERNETES_VERSION, KWOK_VERSION, STAGING_VERSION,
+    ETCD_VERSION, K8S_OPENAPI_FEATURE, KUBERNETES_VERSION, KWOK_VERSION, OLDEST_KUBERNETES_VERSION,
+    STAGING_VERSION,
 };
 
 /// The staging modules of a Kubernetes release that this project names.
@@ -97,6 +98,13 @@ static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
     ]
 });
 
+/// The oldest Kubernetes the course claims, named as such ("the oldest it
+/// claims, Kubernetes 1.36.3"): it must be versions.toml's
+/// `oldest_kubernetes`, and the rules above leave it alone.
+static OLDEST: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)\boldest\b[^.;]{0,60}?\b(v?1\.[0-9]+\.[0-9]+)").expect("a valid pattern")
+});
+
 /// Crates whose versions look like a Kubernetes module's: a version right
 /// after one of these is theirs.
 const OTHER_PROJECTS: &[&str] = &["k8s-openapi ", "rustls "];
@@ -120,9 +128,32 @@ const ELSEWHERE: &[(&str, &str, &str)] = &[
 fn disagreements(text: &str) -> Vec<(usize, String, &'static str, &'static str)> {
     // By where the version starts: two rules may find the same one.
     let mut found = std::collections::BTreeMap::new();
+    let mut oldest = std::collections::BTreeSet::new();
+    for m in OLDEST.captures_iter(text) {
+        let Some(version) = m.get(1) else { continue };
+        if version.as_str().trim_start_matches('v')
+            == OLDEST_KUBERNETES_VERSION.trim_start_matches('v')
+        {
+            oldest.insert(version.start());
+        } else {
+            let line = text[..version.start()].lines().count().max(1);
+            found.insert(
+                version.start(),
+                (
+                    line,
+                    version.as_str().to_string(),
+                    "the oldest Kubernetes claimed",
+                    OLDEST_KUBERNETES_VERSION,
+                ),
+            );
+        }
+    }
     for rule in RULES.iter() {
         for m in rule.pattern.captures_iter(text) {
             let Some(version) = m.get(1) else { continue };
+            if oldest.contains(&version.start()) {
+                continue;
+            }
             let named = version.as_str();
             let theirs = OTHER_PROJECTS
                 .iter()
@@ -304,6 +335,7 @@ fn each_rule_rejects_another_version() {
         "`k8s.io/kubernetes` v1.20.1 via the wrapper module",
         "sigs.k8s.io/kwok v0.0.7",
         r#"k8s-openapi = { version = "0.29.0", features = ["v1_20"] }"#,
+        "and against the oldest it claims, Kubernetes 1.20.1",
     ];
     for line in wrong {
         assert_eq!(disagreements(line).len(), 1, "not caught: {line}");
@@ -314,6 +346,7 @@ fn each_rule_rejects_another_version() {
         format!("go.etcd.io/etcd/server/v3 {ETCD_VERSION}"),
         format!("sigs.k8s.io/kwok {KWOK_VERSION}"),
         format!(r#"k8s-openapi = {{ version = "0.29.0", features = ["{K8S_OPENAPI_FEATURE}"] }}"#),
+        format!("and against the oldest it claims,\nKubernetes {OLDEST_KUBERNETES_VERSION}"),
         // Other versions of other things.
         "k8s-openapi v0.29.0, rustls v0.23.46, Kubernetes 1.33 ships with WatchList off"
             .to_string(),
@@ -321,4 +354,7 @@ fn each_rule_rejects_another_version() {
     for line in &right {
         assert_eq!(disagreements(line), [], "{line}");
     }
+    // The oldest release is right only where it is named as the oldest.
+    let unnamed = format!("built on Kubernetes {OLDEST_KUBERNETES_VERSION}");
+    assert_eq!(disagreements(&unnamed).len(), 1, "not caught: {unnamed}");
 }

@@ -233,7 +233,7 @@ fn set_version(path: &Path, key: &str, version: &str) -> Result<()> {
 /// published version (the list comes from that release's own go.mod, so a
 /// staging module added or dropped upstream follows), then `go get` and
 /// `go mod tidy`.
-fn kubernetes_module(dir: &Path, release: &Release) -> Result<()> {
+pub(crate) fn kubernetes_module(dir: &Path, release: &Release) -> Result<()> {
     let module = format!("k8s.io/kubernetes@{}", release.kubernetes);
     let output = Command::new("go")
         .args(["mod", "download", "-json", &module])

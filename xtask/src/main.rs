@@ -28,6 +28,7 @@ mod firstbuild;
 mod gosource;
 mod heap;
 mod kubectl;
+mod oldest;
 mod prepare;
 mod setup;
 mod workshop;
@@ -64,13 +65,17 @@ enum Command {
     /// kubectl and the whole workspace, start the control plane once and run one check.
     Prepare,
     /// Every test: sets up what is missing (see `setup`), builds the control plane if needed,
-    /// then `cargo test --workspace` and the book check.
+    /// then `cargo test --workspace`, every step against the oldest Kubernetes claimed, and the
+    /// book check.
     Test,
     /// Only the set-up `test` starts with: Chromium and musl-gcc (as root or with `sudo -n`),
     /// Rust's musl target, the book's tools; each skipped when present.
     Setup,
     /// Only the parity tests: Go sample-controller, Rust step 7 and step 8, same scenarios, same end state.
     Parity,
+    /// Only the check of every step against the oldest Kubernetes the course claims
+    /// (versions.toml's `oldest_kubernetes`; its servers are built once, ~15 minutes on 2 cores).
+    Oldest,
     /// Only the fault suite (tests/faults.rs): steps 7 and 8 on the local control plane while things
     /// go wrong; prints one line per fault with what was checked.
     Faults,
@@ -161,6 +166,7 @@ async fn main() -> ExitCode {
         Command::Test => test().await,
         Command::Setup => setup::ensure_test_prerequisites(),
         Command::Parity => parity(),
+        Command::Oldest => oldest::oldest(),
         Command::Faults => faults(),
         Command::Bench(args) => bench::bench(args).await,
         Command::FirstBuild(args) => firstbuild::first_build(args),
@@ -205,7 +211,8 @@ fn repo_root() -> PathBuf {
 /// The README's test command: what a fresh machine lacks (system packages,
 /// the musl target, the book's tools; see `setup`), the control-plane
 /// binaries (so their build shows its progress), then every test of the
-/// workspace, the captures re-run and compared, and the book check.
+/// workspace, every step against the oldest Kubernetes claimed, the captures
+/// re-run and compared, and the book check.
 async fn test() -> Result<()> {
     setup::ensure_test_prerequisites()?;
     println!(
@@ -225,6 +232,8 @@ async fn test() -> Result<()> {
     }
     println!("==> The fault suite (tests/faults.rs, run above)");
     print_fault_report()?;
+    println!("==> cargo xtask oldest (every step against the oldest Kubernetes the README claims)");
+    oldest::oldest()?;
     println!(
         "==> cargo xtask book outputs --check (every capture re-run against a new control plane and compared with the committed one)"
     );

@@ -3,12 +3,14 @@
 //!
 //! NAME is `kubernetes` (`v1.37.1`: kube-apiserver, kubectl, …), `staging`
 //! (`v0.37.1`: client-go, the Go sample-controller), `minor` (its `1.MINOR`),
-//! `etcd` or `kwok`. It works in prose and in code blocks (a command that
+//! `oldest` (the oldest Kubernetes the course claims, which `cargo xtask
+//! oldest` tests), `etcd` or `kwok`. It works in prose and in code blocks (a command that
 //! names a version); `\{{#version …}}` is left alone.
 
 use anyhow::{Result, bail};
 use testcluster::binaries::{
-    ETCD_VERSION, KUBERNETES_MINOR, KUBERNETES_VERSION, KWOK_VERSION, STAGING_VERSION,
+    ETCD_VERSION, KUBERNETES_MINOR, KUBERNETES_VERSION, KWOK_VERSION, OLDEST_KUBERNETES_VERSION,
+    STAGING_VERSION,
 };
 
 const DIRECTIVE: &str = "{{#version ";
@@ -19,6 +21,7 @@ fn version(name: &str) -> Option<&'static str> {
         "kubernetes" => KUBERNETES_VERSION,
         "staging" => STAGING_VERSION,
         "minor" => KUBERNETES_MINOR,
+        "oldest" => OLDEST_KUBERNETES_VERSION,
         "etcd" => ETCD_VERSION,
         "kwok" => KWOK_VERSION,
         _ => return None,
@@ -46,7 +49,7 @@ pub(super) fn expand(page_name: &str, page: &str) -> Result<String> {
         let Some(version) = version(name) else {
             bail!(
                 "{page_name}:{line}: {{{{#version {name}}}}}: write kubernetes, staging, minor, \
-                 etcd or kwok"
+                 oldest, etcd or kwok"
             );
         };
         out.push_str(&page[from..start]);
@@ -64,13 +67,14 @@ mod tests {
     #[test]
     fn each_name_is_the_version_versions_toml_declares() {
         let page = "kubectl {{#version kubernetes}}, client-go {{#version staging}}, \
-                    a {{#version minor}} API server, etcd {{#version etcd}}, kwok {{#version kwok}}";
+                    a {{#version minor}} API server, etcd {{#version etcd}}, kwok {{#version kwok}}, \
+                    from {{#version oldest}}";
         let out = expand("p.md", page).unwrap();
         assert_eq!(
             out,
             format!(
                 "kubectl {KUBERNETES_VERSION}, client-go {STAGING_VERSION}, a {KUBERNETES_MINOR} \
-                 API server, etcd {ETCD_VERSION}, kwok {KWOK_VERSION}"
+                 API server, etcd {ETCD_VERSION}, kwok {KWOK_VERSION}, from {OLDEST_KUBERNETES_VERSION}"
             )
         );
     }
