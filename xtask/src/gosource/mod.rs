@@ -49,6 +49,7 @@ use anyhow::{Context, Result, ensure};
 use clap::Subcommand;
 use serde_json::Value;
 
+mod figures;
 pub mod links;
 mod markdown;
 mod modcache;
@@ -148,6 +149,7 @@ fn expand_items(items: &mut Value) -> Result<()> {
             let expanded = expand_chapter(&page, content)?;
             let expanded = links::expand(&page, &expanded)?;
             let expanded = versions::expand(&page, &expanded)?;
+            let expanded = figures::expand(&page, &expanded, &crate::repo_root().join("book/src"))?;
             chapter["content"] = Value::String(expanded);
         }
         if let Some(sub_items) = chapter.get_mut("sub_items") {

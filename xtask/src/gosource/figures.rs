@@ -1,0 +1,311 @@
+//! `{{#figure RUN KEY}}`: a figure of a benchmark run the book shows, read
+//! from that run's capture when the book is built, so that the prose around
+//! a table says what the table says, and a new run changes both.
+//!
+//! RUN is a capture `cargo xtask bench` wrote (`performance`, `idle-writes`:
+//! `book/src/outputs/RUN.txt`). KEY names one figure of it:
+//!
+//! - `500 step8 converged` (`5.3 s`), `fastest`, `slowest`, `vs-go`,
+//!   `vs-floor`, `rss`, `rss-lowest`, `rss-highest`, `writes`, `idle`: a cell
+//!   of the table, for a number of Foos and a subject (`go`, `step7`,
+//!   `step8`, `floor`);
+//! - `500 step8 anon`, `500 step8 file`: resident memory at the end;
+//! - `500 step8 PUT foos/status`: the median count of one request;
+//! - `500 rss step8/go` (and `step7/go`, `step8/step7`): a peak-memory ratio;
+//! - `500 json`, `managed`, `managed-share`, `cached`, `cached-share`: the
+//!   listed objects' size, their managedFields and what step 8 caches;
+//! - `loc step7`, `loc step8`: lines of code.
+//!
+//! An unknown RUN or KEY fails the build with the page, the line and the
+//! keys the run has.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::LazyLock;
+
+use anyhow::{Context, Result, bail};
+use regex::Regex;
+
+const DIRECTIVE: &str = "{{#figure ";
+
+/// The line on the size of the listed objects.
+static LISTED: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"^(\d+) Foos and their Deployments as listed after convergence: ([\d.]+) KiB of JSON .*managedFields ([\d.]+) KiB \(([\d.]+) %\); step 8 caches ([\d.]+) KiB of it \(([\d.]+) %\)",
+    )
+    .expect("a valid pattern")
+});
+
+/// `page` with every `{{#figure RUN KEY}}` replaced by the figure, read
+/// from `outputs/RUN.txt` under `src` (`book/src`).
+pub(super) fn expand(page_name: &str, page: &str, src: &Path) -> Result<String> {
+    let mut runs: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
+    let mut out = String::with_capacity(page.len());
+    let mut from = 0;
+    while let Some(offset) = page[from..].find(DIRECTIVE) {
+        let start = from + offset;
+        let line = page[..start].matches('\n').count() + 1;
+        let Some(close) = page[start..].find("}}") else {
+            bail!("{page_name}:{line}: `{{{{#figure` without `}}}}`");
+        };
+        let inside = page[start + DIRECTIVE.len()..start + close].trim();
+        let (run, key) = inside.split_once(' ').unwrap_or((inside, ""));
+        if !runs.contains_key(run) {
+            let path = src.join("outputs").join(format!("{run}.txt"));
+            let text = std::fs::read_to_string(&path).with_context(|| {
+                format!(
+                    "{page_name}:{line}: {{{{#figure {inside}}}}}: reading {}",
+                    path.display()
+                )
+            })?;
+            runs.insert(run.to_string(), figures(&text));
+        }
+        let figures = &runs[run];
+        let key = key.split_whitespace().collect::<Vec<_>>().join(" ");
+        let Some(figure) = figures.get(&key) else {
+            let known: Vec<&str> = figures.keys().map(String::as_str).collect();
+            bail!(
+                "{page_name}:{line}: {{{{#figure {inside}}}}}: outputs/{run}.txt has no figure \
+                 {key:?}; it has: {}",
+                known.join(", ")
+            );
+        };
+        out.push_str(&page[from..start]);
+        out.push_str(figure);
+        from = start + close + 2;
+    }
+    out.push_str(&page[from..]);
+    Ok(out)
+}
+
+/// The short name of a subject's label in the table.
+fn subject(label: &str) -> Option<&'static str> {
+    [
+        ("Go sample-controller", "go"),
+        ("step 7", "step7"),
+        ("step 8", "step8"),
+        ("floor", "floor"),
+    ]
+    .into_iter()
+    .find(|(text, _)| label.contains(text))
+    .map(|(_, name)| name)
+}
+
+/// `"5.3 s (5.2–6.2)"` → (`"5.3 s"`, Some((`"5.2 s"`, `"6.2 s"`))).
+fn with_spread(cell: &str) -> (String, Option<(String, String)>) {
+    let Some((mid, rest)) = cell.split_once(" (") else {
+        return (cell.trim().to_string(), None);
+    };
+    let unit = mid
+        .split_once(' ')
+        .map(|(_, u)| format!(" {u}"))
+        .unwrap_or_default();
+    let spread = rest
+        .trim_end_matches(')')
+        .split_once('–')
+        .map(|(lo, hi)| (format!("{lo}{unit}"), format!("{hi}{unit}")));
+    (mid.trim().to_string(), spread)
+}
+
+/// Every figure of a capture `cargo xtask bench` wrote (`report` in
+/// `xtask/src/bench.rs`), by key.
+fn figures(text: &str) -> BTreeMap<String, String> {
+    let mut found = BTreeMap::new();
+    let mut put = |key: String, value: &str| {
+        let value = value.trim();
+        if !value.is_empty() && value != "-" {
+            found.insert(key, value.to_string());
+        }
+    };
+    // Which list the `- …` lines belong to, and its number of Foos.
+    let mut list = ("", String::new());
+    for line in text.lines() {
+        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+        if cells.len() == 10
+            && cells[1].chars().all(|c| c.is_ascii_digit())
+            && !cells[1].is_empty()
+            && let Some(who) = subject(cells[2])
+        {
+            let n = cells[1];
+            let (converged, spread) = with_spread(cells[3]);
+            put(format!("{n} {who} converged"), &converged);
+            if let Some((lo, hi)) = spread {
+                put(format!("{n} {who} fastest"), &lo);
+                put(format!("{n} {who} slowest"), &hi);
+            }
+            put(format!("{n} {who} vs-go"), cells[4]);
+            put(format!("{n} {who} vs-floor"), cells[5]);
+            let (rss, spread) = with_spread(cells[6]);
+            put(format!("{n} {who} rss"), &rss);
+            if let Some((lo, hi)) = spread {
+                put(format!("{n} {who} rss-lowest"), &lo);
+                put(format!("{n} {who} rss-highest"), &hi);
+            }
+            put(format!("{n} {who} writes"), &with_spread(cells[7]).0);
+            put(format!("{n} {who} idle"), cells[8]);
+        } else if let Some(rest) = line.strip_prefix("Peak RSS at ") {
+            let Some((n, ratios)) = rest.split_once(" Foos, medians: ") else {
+                continue;
+            };
+            for ratio in ratios.trim_end_matches('.').split(", ") {
+                if let Some((what, value)) = ratio.split_once(" = ") {
+                    let what = what.replace("step ", "step").to_lowercase();
+                    put(format!("{n} rss {what}"), value);
+                }
+            }
+        } else if let Some(rest) = line.strip_prefix("Resident memory at the end of the runs at ") {
+            list = (
+                "resident",
+                rest.split(' ').next().unwrap_or_default().to_string(),
+            );
+        } else if line.starts_with("Lines of code") {
+            list = ("loc", String::new());
+        } else if let Some(item) = line.strip_prefix("- ") {
+            let Some((label, value)) = item.rsplit_once(": ").or_else(|| item.split_once(": "))
+            else {
+                continue;
+            };
+            match list.0 {
+                "resident" => {
+                    if let (Some(who), Some((anon, file))) =
+                        (subject(label), value.split_once(" + "))
+                    {
+                        put(format!("{} {who} anon", list.1), anon);
+                        put(format!("{} {who} file", list.1), file);
+                    }
+                }
+                "loc" => {
+                    let who = label
+                        .split(':')
+                        .next()
+                        .unwrap_or_default()
+                        .replace("step ", "step");
+                    let who = who.split(' ').next().unwrap_or_default();
+                    put(format!("loc {who}"), value);
+                }
+                _ => {
+                    // `- 500 Foos, Rust step 8 (kube-rs way): APPLY foos/status 512, …`
+                    let Some((n, label)) = item.split_once(" Foos, ") else {
+                        continue;
+                    };
+                    let Some((label, requests)) =
+                        label.split_once("): ").or_else(|| label.split_once(": "))
+                    else {
+                        continue;
+                    };
+                    let Some(who) = subject(label) else { continue };
+                    for request in requests.split(", ") {
+                        if let Some((what, count)) = request.rsplit_once(' ') {
+                            put(format!("{n} {who} {what}"), count);
+                        }
+                    }
+                }
+            }
+        } else if line.contains("Foos and their Deployments as listed after convergence") {
+            list = ("", String::new());
+            let Some(m) = LISTED.captures(line) else {
+                continue;
+            };
+            let n = &m[1];
+            put(format!("{n} json"), &format!("{} KiB", &m[2]));
+            put(format!("{n} managed"), &format!("{} KiB", &m[3]));
+            put(format!("{n} managed-share"), &format!("{} %", &m[4]));
+            put(format!("{n} cached"), &format!("{} KiB", &m[5]));
+            put(format!("{n} cached-share"), &format!("{} %", &m[6]));
+        } else if !line.starts_with("- ") && !line.trim().is_empty() {
+            list = ("", String::new());
+        }
+    }
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The shape `report` in `xtask/src/bench.rs` writes, cut down.
+    const RUN: &str = "\
+| Foos | Subject | Converged in | vs Go | vs floor | Peak RSS | API writes | Idle writes (300 s) |
+|---:|---|---:|---:|---:|---:|---:|---:|
+| 500 | Go sample-controller | 100.5 s (100.2–101.2) |  |  | 37.3 MiB (37.1–37.6) | 3230 (3224–3246) | - |
+| 500 | Rust step 8 (kube-rs way) | 5.3 s (5.2–6.2) | 0.05 | 1.47 | 18.4 MiB (18.2–18.4) | 2102 (2094–2122) | 0 |
+| 500 | floor (necessary requests only) | 3.6 s |  |  | 23.8 MiB | 2051 | - |
+
+Peak RSS at 500 Foos, medians: step 7/Go = 0.70, step 8/Go = 0.49, step 8/step 7 = 0.71.
+
+Resident memory at the end of the runs at 500 Foos (medians), anonymous (heap, stacks) + file-backed (the binary and libraries):
+- Go sample-controller: 15.4 MiB + 21.9 MiB
+- Rust step 8 (kube-rs way): 7.1 MiB + 11.0 MiB
+
+500 Foos and their Deployments as listed after convergence: 1995 KiB of JSON (what Go and step 7 cache), of which managedFields 941 KiB (47 %); step 8 caches 557 KiB of it (28 %).
+
+Lines of code (non-blank, non-comment, without tests):
+- step 7: steps/step-7.rs, src/controller.rs: 722
+- step 8 without its production parts: step8/src/reconciler.rs: 561
+
+*API writes*: creates, updates (and so on).
+
+- 500 Foos, Go sample-controller: LIST foos 339, PUT foos/status 512
+- 500 Foos, Rust step 8 (kube-rs way): APPLY foos/status 512, POST deployments 505
+";
+
+    #[test]
+    fn every_kind_of_figure_is_read_from_a_bench_capture() {
+        let f = figures(RUN);
+        for (key, value) in [
+            ("500 step8 converged", "5.3 s"),
+            ("500 step8 fastest", "5.2 s"),
+            ("500 step8 slowest", "6.2 s"),
+            ("500 step8 vs-go", "0.05"),
+            ("500 step8 vs-floor", "1.47"),
+            ("500 step8 rss", "18.4 MiB"),
+            ("500 step8 rss-highest", "18.4 MiB"),
+            ("500 step8 writes", "2102"),
+            ("500 step8 idle", "0"),
+            ("500 go converged", "100.5 s"),
+            ("500 floor converged", "3.6 s"),
+            ("500 floor writes", "2051"),
+            ("500 rss step8/go", "0.49"),
+            ("500 rss step8/step7", "0.71"),
+            ("500 step8 anon", "7.1 MiB"),
+            ("500 go file", "21.9 MiB"),
+            ("500 json", "1995 KiB"),
+            ("500 managed-share", "47 %"),
+            ("500 cached", "557 KiB"),
+            ("500 cached-share", "28 %"),
+            ("loc step7", "722"),
+            ("loc step8", "561"),
+            ("500 go PUT foos/status", "512"),
+            ("500 step8 POST deployments", "505"),
+        ] {
+            assert_eq!(f.get(key).map(String::as_str), Some(value), "{key}");
+        }
+        // An empty or "-" cell is no figure.
+        assert_eq!(f.get("500 go vs-go"), None);
+        assert_eq!(f.get("500 go idle"), None);
+        assert_eq!(f.get("500 floor fastest"), None);
+    }
+
+    #[test]
+    fn a_figure_is_written_in_and_an_unknown_one_fails_with_its_line() {
+        let dir = std::env::temp_dir().join(format!("figures-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("outputs")).unwrap();
+        std::fs::write(dir.join("outputs/run.txt"), RUN).unwrap();
+        let page =
+            "Step 8 took {{#figure run 500 step8 converged}}, Go {{#figure run 500 go converged}}.";
+        assert_eq!(
+            expand("p.md", page, &dir).unwrap(),
+            "Step 8 took 5.3 s, Go 100.5 s."
+        );
+        let err = expand("p.md", "a\n{{#figure run 500 step9 converged}}", &dir)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("p.md:2") && err.contains("500 step8 converged"),
+            "{err}"
+        );
+        let err = expand("p.md", "{{#figure nothing 500 go rss}}", &dir).unwrap_err();
+        assert!(format!("{err:#}").contains("nothing.txt"), "{err:#}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
