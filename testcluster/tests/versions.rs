@@ -118,8 +118,8 @@ const ELSEWHERE: &[(&str, &str, &str)] = &[
     ),
     (
         "book/src/performance.md",
-        "Kubernetes v1.36.3 (Go sample-controller v0.36.3, etcd v3.6.16, k8s-openapi's v1_36 feature)",
-        "the release the page's runs were made on, until `cargo xtask bench` runs again",
+        "moved from Kubernetes\n> v1.36.3:",
+        "the release the first-build table's two revisions were built against, until `cargo xtask first-build` runs again",
     ),
 ];
 
