@@ -16,6 +16,21 @@
 //!   listed objects' size, their managedFields and what step 8 caches;
 //! - `loc step7`, `loc step8`: lines of code.
 //!
+//! The capture of `cargo xtask first-build` (`first-build`) has, for a
+//! target (`step-1`, `bins`) and a revision (`HEAD`, or the commit before the
+//! cuts as the table names it):
+//!
+//! - `step-1 HEAD wall` (the median, `89.7 s`), `wall-min`, `wall-max`,
+//!   `cpu`, `crates`, `target`: a row of the table;
+//! - `step-1 HEAD crate k8s-openapi`: one of the ten slowest crates.
+//!
+//! The capture of `cargo xtask heap-profile` (`heap-profile`) has `peak`
+//! (`8.5 MiB`), `peak-at`, `recorded`, `blocks`; for a function of its
+//! table, `fn NAME` (its size, in KiB or MiB), `fn NAME share`, `fn NAME
+//! blocks`; for the first frame of an allocation site (without
+//! `::{{closure}}`), `site NAME sizes` (the average block sizes of its
+//! sites, largest site first).
+//!
 //! An unknown RUN or KEY fails the build with the page, the line and the
 //! keys the run has.
 
@@ -107,9 +122,22 @@ fn with_spread(cell: &str) -> (String, Option<(String, String)>) {
     (mid.trim().to_string(), spread)
 }
 
+/// Every figure of a capture, by key: what `cargo xtask first-build` or
+/// `cargo xtask heap-profile` wrote, told apart by their first line, or
+/// else what `cargo xtask bench` wrote.
+fn figures(text: &str) -> BTreeMap<String, String> {
+    if text.starts_with("Cold `cargo build`") {
+        first_build_figures(text)
+    } else if text.starts_with("Step 8 under dhat") {
+        heap_figures(text)
+    } else {
+        bench_figures(text)
+    }
+}
+
 /// Every figure of a capture `cargo xtask bench` wrote (`report` in
 /// `xtask/src/bench.rs`), by key.
-fn figures(text: &str) -> BTreeMap<String, String> {
+fn bench_figures(text: &str) -> BTreeMap<String, String> {
     let mut found = BTreeMap::new();
     let mut put = |key: String, value: &str| {
         let value = value.trim();
@@ -219,6 +247,130 @@ fn figures(text: &str) -> BTreeMap<String, String> {
     found
 }
 
+/// A row of the first-build table: revision, target, wall time, CPU time,
+/// crates, target directory.
+static BUILD_ROW: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"^(\S+) \(\w+\)\s+(--bin step-1|--bins)\s+([\d.]+) / ([\d.]+) / ([\d.]+)\s+(\d+)\s+(\d+)\s+([\d.]+ GiB)$",
+    )
+    .expect("a valid pattern")
+});
+
+/// The heading of a list of slowest crates.
+static SLOWEST: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^Ten slowest crates, (\S+) \(\w+\) (--bin step-1|--bins) ")
+        .expect("a valid pattern")
+});
+
+/// `--bin step-1` → `step-1`, `--bins` → `bins`.
+fn build_target(label: &str) -> &'static str {
+    if label == "--bins" { "bins" } else { "step-1" }
+}
+
+/// Every figure of a capture `cargo xtask first-build` wrote (`report` in
+/// `xtask/src/firstbuild.rs`), by key.
+fn first_build_figures(text: &str) -> BTreeMap<String, String> {
+    let mut found = BTreeMap::new();
+    let mut crates_of: Option<String> = None;
+    for line in text.lines() {
+        if let Some(m) = BUILD_ROW.captures(line) {
+            let row = format!("{} {}", build_target(&m[2]), &m[1]);
+            found.insert(format!("{row} wall-min"), format!("{} s", &m[3]));
+            found.insert(format!("{row} wall"), format!("{} s", &m[4]));
+            found.insert(format!("{row} wall-max"), format!("{} s", &m[5]));
+            found.insert(format!("{row} cpu"), format!("{} s", &m[6]));
+            found.insert(format!("{row} crates"), m[7].to_string());
+            found.insert(format!("{row} target"), m[8].to_string());
+        } else if let Some(m) = SLOWEST.captures(line) {
+            crates_of = Some(format!("{} {}", build_target(&m[2]), &m[1]));
+        } else if let Some(row) = &crates_of
+            && let Some((seconds, name)) = line.trim().split_once("  ")
+        {
+            let name = name.trim().split(' ').next().unwrap_or_default();
+            found.insert(format!("{row} crate {name}"), format!("{seconds} s"));
+        } else {
+            crates_of = None;
+        }
+    }
+    found
+}
+
+/// The summary line of a heap profile.
+static HEAP_PEAK: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"^Recorded ([\d.]+ s); the heap was largest at ([\d.]+ s): ([\d.]+ \w+) in (\d+) blocks",
+    )
+    .expect("a valid pattern")
+});
+
+/// A function of the heap profile's table: KiB, share, blocks, name.
+static HEAP_FN: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^\s+([\d.]+) KiB\s+([\d.]+) %\s+(\d+) blocks\s+(\S+)$").expect("a valid pattern")
+});
+
+/// An allocation site of the heap profile: its average block size.
+static HEAP_SITE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^\s+[\d.]+ KiB\s+\d+ blocks of (\d+) B on average$").expect("a valid pattern")
+});
+
+/// `2577.0` KiB → `2.5 MiB`; `89.0` → `89 KiB`.
+fn kib(value: &str) -> String {
+    let kib: f64 = value.parse().unwrap_or_default();
+    if kib >= 1024.0 {
+        format!("{:.1} MiB", kib / 1024.0)
+    } else {
+        format!("{kib:.0} KiB")
+    }
+}
+
+/// `2488` → `2488 B`; `1106704` → `1.1 MB`.
+fn bytes(value: &str) -> String {
+    let bytes: f64 = value.parse().unwrap_or_default();
+    if bytes >= 1e6 {
+        format!("{:.1} MB", bytes / 1e6)
+    } else {
+        format!("{bytes:.0} B")
+    }
+}
+
+/// Every figure of a capture `cargo xtask heap-profile` wrote (`report` in
+/// `xtask/src/heap.rs`), by key.
+fn heap_figures(text: &str) -> BTreeMap<String, String> {
+    let mut found = BTreeMap::new();
+    // Per first frame: the average block sizes of its sites, in order.
+    let mut sites: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut site_size: Option<String> = None;
+    for line in text.lines() {
+        if let Some(m) = HEAP_PEAK.captures(line) {
+            found.insert("recorded".to_string(), m[1].to_string());
+            found.insert("peak-at".to_string(), m[2].to_string());
+            found.insert("peak".to_string(), m[3].to_string());
+            found.insert("blocks".to_string(), m[4].to_string());
+        } else if let Some(m) = HEAP_FN.captures(line) {
+            let name = &m[4];
+            found.insert(format!("fn {name}"), kib(&m[1]));
+            found.insert(format!("fn {name} share"), format!("{} %", &m[2]));
+            found.insert(format!("fn {name} blocks"), m[3].to_string());
+        } else if let Some(m) = HEAP_SITE.captures(line) {
+            site_size = Some(bytes(&m[1]));
+        } else if let Some(size) = site_size.take() {
+            let frame = line.trim().trim_end_matches("::{{closure}}").to_string();
+            let list = sites.entry(frame).or_default();
+            if !list.contains(&size) {
+                list.push(size);
+            }
+        }
+    }
+    for (frame, sizes) in sites {
+        let sizes = match sizes.split_last() {
+            Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+            _ => sizes.join(""),
+        };
+        found.insert(format!("site {frame} sizes"), sizes);
+    }
+    found
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -307,5 +459,106 @@ Lines of code (non-blank, non-comment, without tests):
         let err = expand("p.md", "{{#figure nothing 500 go rss}}", &dir).unwrap_err();
         assert!(format!("{err:#}").contains("nothing.txt"), "{err:#}");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// The shape `report` in `xtask/src/firstbuild.rs` writes, cut down.
+    const FIRST_BUILD: &str = "\
+Cold `cargo build` (dev profile, fresh target directory, crates already downloaded), 3 runs each, interleaved; 2 CPUs, rustc 1.95.0 (59807616e 2026-04-14).
+Wall time min / median / max; CPU time (user + system, cargo and all it ran) median.
+
+revision                 cargo build                   wall (s)   CPU (s)  crates  target/
+3e62b6b (3e62b6b)        --bin step-1     125.7 / 130.4 / 131.5       243     200  1.9 GiB
+HEAD (c3092e1)           --bin step-1        89.0 / 89.7 / 93.7       166     183  0.9 GiB
+HEAD (c3092e1)           --bins           112.9 / 116.4 / 125.6       222     196  3.0 GiB
+Load average (1 min) before each run: 3.47 2.39 2.33 2.26 2.10 1.98 2.18 2.26 2.09 2.07 2.20 2.16
+
+Ten slowest crates, HEAD (c3092e1) --bin step-1 (median seconds, all of a crate's units):
+   14.4  k8s-openapi v0.29.0
+   11.4  sample-controller-rs v0.1.0
+
+Ten slowest crates, HEAD (c3092e1) --bins (median seconds, all of a crate's units):
+   47.9  sample-controller-rs v0.1.0
+";
+
+    #[test]
+    fn every_kind_of_figure_is_read_from_a_first_build_capture() {
+        let f = figures(FIRST_BUILD);
+        for (key, value) in [
+            ("step-1 3e62b6b wall", "130.4 s"),
+            ("step-1 HEAD wall", "89.7 s"),
+            ("step-1 HEAD wall-min", "89.0 s"),
+            ("step-1 HEAD wall-max", "93.7 s"),
+            ("step-1 HEAD cpu", "166 s"),
+            ("step-1 HEAD crates", "183"),
+            ("step-1 HEAD target", "0.9 GiB"),
+            ("bins HEAD wall", "116.4 s"),
+            ("step-1 HEAD crate k8s-openapi", "14.4 s"),
+            ("step-1 HEAD crate sample-controller-rs", "11.4 s"),
+            ("bins HEAD crate sample-controller-rs", "47.9 s"),
+        ] {
+            assert_eq!(f.get(key).map(String::as_str), Some(value), "{key}");
+        }
+        // The load averages are no figure, nor a crate of another list.
+        assert_eq!(f.get("bins HEAD crate k8s-openapi"), None);
+        assert_eq!(f.len(), 3 * 6 + 3, "{f:#?}");
+    }
+
+    /// The shape `report` in `xtask/src/heap.rs` writes, cut down.
+    const HEAP: &str = "\
+Step 8 under dhat (release build), 500 Foos created at once, until 30 s after every Foo had converged.
+Recorded 51.3 s; the heap was largest at 19.0 s: 8.5 MiB in 31544 blocks (113 MiB allocated over the whole run).
+
+At that moment, by the first function that is not the allocator, a collection, serde or a Kubernetes type's Clone (the twelve largest):
+    3288.7 KiB  37.6 %  12602 blocks  kube_runtime::reflector::store::Writer::apply_watcher_event
+    2165.7 KiB  24.8 %    277 blocks  kube_runtime::events::Recorder::publish
+      89.0 KiB   1.0 %   3143 blocks  step8::caches::owners_of
+     127.3 KiB   1.5 %         the other 84 functions
+
+The ten largest allocation sites at that moment (their first three frames past that plumbing):
+    2161.5 KiB       2 blocks of 1106704 B on average
+      kube_runtime::events::Recorder::publish::{{closure}}
+      sample_controller::vocabulary::publish::{{closure}}
+     303.7 KiB     125 blocks of 2488 B on average
+      kube_runtime::reflector::store::Writer::apply_watcher_event
+      <kube_runtime::utils::reflect::Reflect as futures_core::stream::Stream>::poll_next::{{closure}}
+     285.2 KiB     125 blocks of 2336 B on average
+      kube_runtime::reflector::store::Writer::apply_watcher_event
+     269.7 KiB     111 blocks of 2488 B on average
+      kube_runtime::reflector::store::Writer::apply_watcher_event
+";
+
+    #[test]
+    fn every_kind_of_figure_is_read_from_a_heap_profile() {
+        let f = figures(HEAP);
+        for (key, value) in [
+            ("recorded", "51.3 s"),
+            ("peak-at", "19.0 s"),
+            ("peak", "8.5 MiB"),
+            ("blocks", "31544"),
+            (
+                "fn kube_runtime::reflector::store::Writer::apply_watcher_event",
+                "3.2 MiB",
+            ),
+            (
+                "fn kube_runtime::reflector::store::Writer::apply_watcher_event share",
+                "37.6 %",
+            ),
+            ("fn kube_runtime::events::Recorder::publish blocks", "277"),
+            ("fn step8::caches::owners_of", "89 KiB"),
+            (
+                "site kube_runtime::reflector::store::Writer::apply_watcher_event sizes",
+                "2488 B and 2336 B",
+            ),
+            (
+                "site kube_runtime::events::Recorder::publish sizes",
+                "1.1 MB",
+            ),
+        ] {
+            assert_eq!(f.get(key).map(String::as_str), Some(value), "{key}");
+        }
+        // "the other 84 functions" is no function, and a later frame of a
+        // site is not its first.
+        assert!(!f.keys().any(|k| k.contains("other")), "{f:#?}");
+        assert!(!f.keys().any(|k| k.contains("vocabulary")), "{f:#?}");
     }
 }
