@@ -21,6 +21,7 @@ use kube::{Api, ResourceExt};
 use crate::Foo;
 use crate::deployment::controller_of;
 use crate::diagnose::explain_watch;
+use crate::flow;
 use crate::informer::{Notification, informer, resync};
 
 // ANCHOR: ignored
@@ -64,10 +65,12 @@ pub type Decision = Result<ObjectRef<Foo>, Ignored>;
 /// the garbage collector, which removes the owned Deployment.
 /// Go: `AddFunc: enqueueFoo`, `UpdateFunc: enqueueFoo(new)`, no `DeleteFunc`.
 pub fn on_foo(notification: &Notification<Foo>) -> Decision {
-    match notification {
+    let decision = match notification {
         Notification::Added(foo) | Notification::Updated { new: foo, .. } => Ok(enqueue_foo(foo)),
         Notification::Deleted(_) => Err(Ignored::FooDeleted),
-    }
+    };
+    flow::decided("foos", notification.object().as_ref(), &decision); // for the live view
+    decision
 }
 
 /// The work-queue key of a Foo: its namespace and name. Go: `enqueueFoo`
@@ -83,12 +86,14 @@ pub fn enqueue_foo(foo: &Foo) -> ObjectRef<Foo> {
 /// An update whose resourceVersion did not change is a resync replay, not a
 /// change, and is ignored. Go: the Deployment `AddFunc`, `UpdateFunc`, `DeleteFunc`.
 pub fn on_deployment(notification: &Notification<Deployment>, foos: &Store<Foo>) -> Decision {
-    match notification {
+    let decision = match notification {
         Notification::Updated { old, new } if old.resource_version() == new.resource_version() => {
             Err(Ignored::ResyncReplay)
         }
         other => handle_object(other.object(), foos),
-    }
+    };
+    flow::decided("deployments", notification.object().as_ref(), &decision); // for the live view
+    decision
 }
 
 /// The Foo that controls `deployment`, if it is in the cache. Go: `handleObject`.
@@ -176,7 +181,7 @@ fn with_resync<K>(
 ) -> impl Stream<Item = Result<Notification<K>, watcher::Error>> + Send + 'static
 where
     K: kube::Resource + Clone + Send + Sync + 'static,
-    K::DynamicType: Eq + std::hash::Hash + Clone + Send + Sync,
+    K::DynamicType: Default + Eq + std::hash::Hash + Clone + Send + Sync,
 {
     match period {
         Some(period) => stream::select(events, resync(cache.clone(), period)).left_stream(),

@@ -20,6 +20,8 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Resource};
 use serde::de::DeserializeOwned;
 
+use crate::flow;
+
 // ANCHOR: notification
 /// What a handler is told. Go: the `AddFunc`, `UpdateFunc` and `DeleteFunc`
 /// arguments of `cache.ResourceEventHandlerFuncs`.
@@ -133,6 +135,9 @@ where
         .map_ok(move |event| {
             // Compare with the cache *before* the event changes it, notify after.
             let changes = notifications(&reader, &mut relist, &event);
+            if flow::enabled() {
+                traced(&event, &changes);
+            }
             writer.apply_watcher_event(&event);
             stream::iter(changes.into_iter().map(Ok))
         })
@@ -140,6 +145,26 @@ where
     (cache, notifications)
 }
 // ANCHOR_END: informer
+
+/// Writes the flow's `watch` lines for one watcher event: a relist as it
+/// starts, and each notification as the handlers get it.
+fn traced<K>(event: &watcher::Event<K>, changes: &[Notification<K>])
+where
+    K: Resource,
+    K::DynamicType: Default,
+{
+    if matches!(event, watcher::Event::Init) {
+        flow::relisting(&K::plural(&K::DynamicType::default()));
+    }
+    for change in changes {
+        let what = match change {
+            Notification::Added(_) => "add",
+            Notification::Updated { .. } => "update",
+            Notification::Deleted(_) => "delete",
+        };
+        flow::watched(what, change.object().as_ref());
+    }
+}
 
 /// A (re)list in progress: the keys it has returned so far, and the
 /// notifications held back until it is done.
@@ -226,7 +251,7 @@ pub fn resync<K>(
 ) -> impl Stream<Item = Result<Notification<K>, watcher::Error>> + Send
 where
     K: Resource + Clone + Send + Sync + 'static,
-    K::DynamicType: Eq + Hash + Clone + Send + Sync,
+    K::DynamicType: Default + Eq + Hash + Clone + Send + Sync,
 {
     let ticks = stream::unfold((), move |()| async move {
         tokio::time::sleep(period).await;
@@ -234,6 +259,7 @@ where
     });
     ticks.flat_map(move |()| {
         let replay = cache.state().into_iter().map(|obj| {
+            flow::watched("resync", obj.as_ref());
             Ok(Notification::Updated {
                 old: obj.clone(),
                 new: obj,

@@ -14,6 +14,7 @@ use kube::{Client, Resource, ResourceExt};
 
 use crate::Foo;
 use crate::deployment::is_controlled_by;
+use crate::flow;
 
 // ANCHOR: constants
 /// Names this controller in Events and in managedFields. Go: `controllerAgentName`.
@@ -77,6 +78,11 @@ pub async fn publish(
         action: "Sync".into(),
         secondary: None,
     };
+    let kind = match &event.type_ {
+        EventType::Normal => "Normal",
+        EventType::Warning => "Warning",
+    };
+    flow::recorded(&flow::key_of(foo), kind, reason, message);
     if let Err(err) = recorder.publish(&event, &foo.object_ref(&())).await {
         tracing::warn!(%reason, error = %err, "cannot record event");
     }

@@ -6,6 +6,8 @@
 //!   print the `export` lines for the cached kubectl and that kubeconfig.
 //! * `cargo xtask cluster status` / `cluster down`.
 //! * `cargo xtask demo`: step 8 and the example Foo, on your cluster or a local one.
+//! * `cargo xtask watch step-N`: a step's flow (watch events, handlers, queue, workers,
+//!   requests, Events) drawn live on a page at 127.0.0.1, for a projector.
 //! * `cargo xtask check step-N`: a workshop starter (or `--reference`, the step) against its
 //!   behaviour checks on a real API server, one line per behaviour.
 //! * `cargo xtask prepare`: ready a machine for the workshop the day before (builds everything,
@@ -24,6 +26,8 @@ mod bump;
 mod check;
 mod chromium;
 mod demo;
+#[cfg(test)]
+mod devtools;
 mod firstbuild;
 mod gosource;
 mod heap;
@@ -31,6 +35,7 @@ mod kubectl;
 mod oldest;
 mod prepare;
 mod setup;
+mod watch;
 mod workshop;
 
 use std::path::{Path, PathBuf};
@@ -58,6 +63,9 @@ enum Command {
     BuildCluster,
     /// Run the controller against a cluster (yours, or a local one) and watch a Foo converge.
     Demo,
+    /// Run a step (3 to 7) and draw its flow live on a page at http://127.0.0.1:8790/: every
+    /// kubectl action from another terminal flows through it.
+    Watch(watch::WatchArgs),
     /// Check a workshop starter (workshop/step-N.rs) against a real API server: one line per
     /// behaviour, exit 0 when all pass.
     Check(check::CheckArgs),
@@ -161,6 +169,7 @@ async fn main() -> ExitCode {
         Command::Cluster(ClusterCommand::Down) => down(),
         Command::Cluster(ClusterCommand::Status) => status().await,
         Command::Demo => demo::demo().await,
+        Command::Watch(args) => watch::watch(args).await,
         Command::Check(args) => return exit_code(check::check(args).await),
         Command::Prepare => prepare::prepare().await,
         Command::Test => test().await,

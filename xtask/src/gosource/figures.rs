@@ -55,15 +55,7 @@ static LISTED: LazyLock<Regex> = LazyLock::new(|| {
 /// from `outputs/RUN.txt` under `src` (`book/src`).
 pub(super) fn expand(page_name: &str, page: &str, src: &Path) -> Result<String> {
     let mut runs: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
-    let mut out = String::with_capacity(page.len());
-    let mut from = 0;
-    while let Some(offset) = page[from..].find(DIRECTIVE) {
-        let start = from + offset;
-        let line = page[..start].matches('\n').count() + 1;
-        let Some(close) = page[start..].find("}}") else {
-            bail!("{page_name}:{line}: `{{{{#figure` without `}}}}`");
-        };
-        let inside = page[start + DIRECTIVE.len()..start + close].trim();
+    super::replace_directives(page_name, page, DIRECTIVE, |inside, line| {
         let (run, key) = inside.split_once(' ').unwrap_or((inside, ""));
         if !runs.contains_key(run) {
             let path = src.join("outputs").join(format!("{run}.txt"));
@@ -85,12 +77,8 @@ pub(super) fn expand(page_name: &str, page: &str, src: &Path) -> Result<String> 
                 known.join(", ")
             );
         };
-        out.push_str(&page[from..start]);
-        out.push_str(figure);
-        from = start + close + 2;
-    }
-    out.push_str(&page[from..]);
-    Ok(out)
+        Ok(figure.clone())
+    })
 }
 
 /// The short name of a subject's label in the table.

@@ -50,6 +50,7 @@ use clap::Subcommand;
 use serde_json::Value;
 
 mod figures;
+mod flows;
 pub mod links;
 mod markdown;
 mod modcache;
@@ -149,7 +150,9 @@ fn expand_items(items: &mut Value) -> Result<()> {
             let expanded = expand_chapter(&page, content)?;
             let expanded = links::expand(&page, &expanded)?;
             let expanded = versions::expand(&page, &expanded)?;
-            let expanded = figures::expand(&page, &expanded, &crate::repo_root().join("book/src"))?;
+            let src = crate::repo_root().join("book/src");
+            let expanded = figures::expand(&page, &expanded, &src)?;
+            let expanded = flows::expand(&page, &expanded, &src)?;
             chapter["content"] = Value::String(expanded);
         }
         if let Some(sub_items) = chapter.get_mut("sub_items") {
@@ -157,6 +160,32 @@ fn expand_items(items: &mut Value) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// `page` with every `{{#NAME …}}` (`open` is `{{#NAME `) replaced by what
+/// `expand` makes of the text inside and the directive's line number; a
+/// directive without its `}}` is an error naming the page and the line.
+fn replace_directives(
+    page_name: &str,
+    page: &str,
+    open: &str,
+    mut expand: impl FnMut(&str, usize) -> Result<String>,
+) -> Result<String> {
+    let mut out = String::with_capacity(page.len());
+    let mut from = 0;
+    while let Some(offset) = page[from..].find(open) {
+        let start = from + offset;
+        let line = page[..start].matches('\n').count() + 1;
+        let Some(close) = page[start..].find("}}") else {
+            anyhow::bail!("{page_name}:{line}: `{}` without `}}}}`", open.trim_end());
+        };
+        let inside = page[start + open.len()..start + close].trim();
+        out.push_str(&page[from..start]);
+        out.push_str(&expand(inside, line)?);
+        from = start + close + 2;
+    }
+    out.push_str(&page[from..]);
+    Ok(out)
 }
 
 /// `cargo xtask book go-link FILE NAME`: the pinned link of a declaration.

@@ -1,0 +1,175 @@
+//! End-to-end: the flow a step writes with `SAMPLE_CONTROLLER_FLOW` set
+//! (`src/flow.rs`), read back from a run of step 7 against a real control
+//! plane: a Foo's way from its watch event to its Deployment, its status and
+//! its Event, and a foreign Deployment's refusal with a growing backoff.
+
+mod support;
+
+use std::path::Path;
+
+use serde_json::{Map, Value};
+use support::*;
+
+/// The lines of a flow file, as JSON objects.
+fn lines(path: &Path) -> Vec<Map<String, Value>> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}")))
+        .collect()
+}
+
+/// Whether `line` has every field of `wanted` with its value.
+fn has(line: &Map<String, Value>, wanted: &Value) -> bool {
+    wanted
+        .as_object()
+        .expect("an object")
+        .iter()
+        .all(|(name, value)| line.get(name) == Some(value))
+}
+
+/// Waits until the flow at `path` has, in this order, a line matching each
+/// of `wanted`; returns those lines.
+async fn flows(path: &Path, wanted: &[Value]) -> Vec<Map<String, Value>> {
+    let started = std::time::Instant::now();
+    loop {
+        let lines = lines(path);
+        let mut found = Vec::new();
+        let mut from = 0;
+        for want in wanted {
+            let Some(at) = lines[from..].iter().position(|l| has(l, want)) else {
+                break;
+            };
+            found.push(lines[from + at].clone());
+            from += at + 1;
+        }
+        if found.len() == wanted.len() {
+            return found;
+        }
+        if started.elapsed() > WAIT {
+            let trace = std::fs::read_to_string(path).unwrap_or_default();
+            panic!(
+                "the flow never showed {:#}\n(after {} of the {} lines wanted, in order)\nthe flow:\n{trace}",
+                wanted[found.len()],
+                found.len(),
+                wanted.len()
+            );
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_foo_flows_from_its_watch_event_through_the_queue_to_its_writes_and_event() {
+    let (cp, client) = cluster().await;
+    let ns = namespace(&client, "flow").await;
+    let dir = tempfile_dir("flow");
+    let trace = dir.join("step-7.jsonl");
+    let mut step = Step::start_program_with_env(
+        "step-7",
+        Path::new(&step_binary("step-7")),
+        &[
+            "--kubeconfig".into(),
+            cp.kubeconfig_path().display().to_string(),
+            "--namespace".into(),
+            ns.clone(),
+        ],
+        // Asking for the flow target on stderr too must not put it there.
+        &[
+            ("SAMPLE_CONTROLLER_FLOW", trace.to_str().unwrap()),
+            ("RUST_LOG", "info,flow=trace"),
+        ],
+    );
+    step.expect(&["Starting workers"]).await;
+
+    create_foo(&client, &ns, "traced", "traced-nginx", Some(1)).await;
+    let key = format!("{ns}/traced");
+    let found = flows(
+        &trace,
+        &[
+            serde_json::json!({"lane": "watch", "what": "add", "resource": "foos", "key": key}),
+            serde_json::json!({"lane": "handler", "what": "enqueue", "resource": "foos", "key": key}),
+            serde_json::json!({"lane": "queue", "what": "add", "key": key}),
+            serde_json::json!({"lane": "queue", "what": "take", "key": key}),
+            serde_json::json!({"lane": "worker", "what": "start", "key": key}),
+            serde_json::json!({
+                "lane": "api", "what": "create", "method": "POST", "resource": "deployments",
+                "namespace": ns, "code": 201, "key": key
+            }),
+            serde_json::json!({
+                "lane": "api", "method": "PUT", "resource": "foos", "name": "traced",
+                "subresource": "status", "code": 200, "key": key
+            }),
+            serde_json::json!({"lane": "event", "what": "Normal", "reason": "Synced", "key": key}),
+            serde_json::json!({"lane": "worker", "what": "end", "outcome": "ok", "key": key}),
+            serde_json::json!({"lane": "queue", "what": "forget", "key": key}),
+        ],
+    )
+    .await;
+    // The sync's requests carry the worker that took the key.
+    let worker = &found[3]["worker"];
+    assert!(worker.is_u64(), "{:?}", found[3]);
+    assert_eq!(&found[5]["worker"], worker, "{:?}", found[5]);
+    // Its own Deployment comes back through the Deployment watch.
+    flows(
+        &trace,
+        &[
+            serde_json::json!({"lane": "watch", "what": "add", "resource": "deployments", "key": format!("{ns}/traced-nginx")}),
+            serde_json::json!({"lane": "handler", "what": "enqueue", "resource": "deployments", "key": key}),
+        ],
+    )
+    .await;
+
+    // A Deployment of that name made by someone else: refused, retried with
+    // a growing backoff, each retry's line saying how long and how many.
+    create_foreign_deployment(&client, &ns, "taken-name").await;
+    create_foo(&client, &ns, "refused", "taken-name", Some(1)).await;
+    let refused = format!("{ns}/refused");
+    let found = flows(
+        &trace,
+        &[
+            serde_json::json!({"lane": "handler", "what": "ignore", "resource": "deployments", "object": format!("{ns}/taken-name")}),
+            serde_json::json!({"lane": "event", "what": "Warning", "reason": "ErrResourceExists", "key": refused}),
+            serde_json::json!({"lane": "worker", "what": "end", "outcome": "error", "key": refused}),
+            serde_json::json!({"lane": "queue", "what": "requeue", "key": refused, "requeues": 1}),
+            serde_json::json!({"lane": "queue", "what": "requeue", "key": refused, "requeues": 2}),
+            serde_json::json!({"lane": "queue", "what": "requeue", "key": refused, "requeues": 3}),
+        ],
+    )
+    .await;
+    let delays: Vec<u64> = found[3..]
+        .iter()
+        .map(|l| l["delay_ms"].as_u64().unwrap())
+        .collect();
+    assert_eq!(delays, [5, 10, 20], "Go's 5 ms · 2^n");
+    assert!(
+        found[2]["error"]
+            .as_str()
+            .unwrap()
+            .contains("already exists and is not managed by Foo"),
+        "{:?}",
+        found[2]
+    );
+
+    let (status, output) = step.terminate().await;
+    assert!(status.success(), "{output}");
+    assert!(
+        !output.contains("lane"),
+        "the flow is in the log too:\n{output}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A fresh directory under the target directory's tmp.
+fn tempfile_dir(prefix: &str) -> std::path::PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
+        "{prefix}-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}

@@ -1,0 +1,292 @@
+//! Headless Chromium driven over the DevTools protocol, for pages that never
+//! finish loading (the live page of `cargo xtask watch`, fed by server-sent
+//! events): `--dump-dom` takes the DOM at the load event, before the first
+//! event arrives, and `--virtual-time-budget` waits forever on the open
+//! connection. Here a test opens the page, waits until its text shows what
+//! it expects, clicks, and reads the console.
+//!
+//! The protocol runs over `--remote-debugging-pipe`: Chromium reads commands
+//! on its file descriptor 3 and writes answers and events on 4, each a JSON
+//! object ended by a NUL byte. No WebSocket, no port.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, Write};
+use std::os::fd::{FromRawFd, RawFd};
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail, ensure};
+use serde_json::{Value, json};
+
+/// A headless Chromium with one page.
+pub struct Browser {
+    child: Child,
+    commands: File,
+    messages: mpsc::Receiver<Value>,
+    session: String,
+    next_id: u64,
+    profile: PathBuf,
+    /// Console messages and uncaught exceptions of the page so far.
+    pub console: Vec<String>,
+}
+
+/// A pipe: (read end, write end), both close-on-exec.
+fn pipe() -> Result<(RawFd, RawFd)> {
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 writes two descriptors into the array it is given.
+    let done = unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) };
+    ensure!(done == 0, "pipe2: {}", std::io::Error::last_os_error());
+    Ok((fds[0], fds[1]))
+}
+
+impl Browser {
+    /// Starts Chromium and opens a page of `width`×`height`, blank.
+    pub fn start(width: u32, height: u32) -> Result<Browser> {
+        let chromium = crate::setup::chromium().context("chromium is not installed")?;
+        static STARTED: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let profile = std::env::temp_dir().join(format!(
+            "devtools-{}-{}",
+            std::process::id(),
+            STARTED.fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+        ));
+        std::fs::create_dir_all(&profile)?;
+        let (their_in, our_out) = pipe()?;
+        let (our_in, their_out) = pipe()?;
+        let mut command = Command::new(chromium);
+        command
+            .args([
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--hide-scrollbars",
+                "--remote-debugging-pipe",
+            ])
+            .arg(format!("--window-size={width},{height}"))
+            .arg(format!("--user-data-dir={}", profile.display()))
+            .arg("about:blank")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        // SAFETY: between fork and exec only dup2 runs, which is
+        // async-signal-safe; it gives the child our pipe ends as 3 and 4.
+        unsafe {
+            command.pre_exec(move || {
+                if libc::dup2(their_in, 3) < 0 || libc::dup2(their_out, 4) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let child = command.spawn().context("starting chromium")?;
+        // SAFETY: each descriptor is ours, open, and owned by one File only.
+        let (commands, answers) = unsafe {
+            libc::close(their_in);
+            libc::close(their_out);
+            (File::from_raw_fd(our_out), File::from_raw_fd(our_in))
+        };
+        let (tx, messages) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut reader = BufReader::new(answers);
+            let mut buf = Vec::new();
+            while reader.read_until(0, &mut buf).is_ok_and(|n| n > 0) {
+                buf.pop();
+                if let Ok(message) = serde_json::from_slice::<Value>(&buf)
+                    && tx.send(message).is_err()
+                {
+                    break;
+                }
+                buf.clear();
+            }
+        });
+        let mut browser = Browser {
+            child,
+            commands,
+            messages,
+            session: String::new(),
+            next_id: 0,
+            profile,
+            console: Vec::new(),
+        };
+        let target = browser.call("Target.createTarget", json!({"url": "about:blank"}))?;
+        let target = target["targetId"]
+            .as_str()
+            .context("no targetId")?
+            .to_string();
+        let attached = browser.call(
+            "Target.attachToTarget",
+            json!({"targetId": target, "flatten": true}),
+        )?;
+        browser.session = attached["sessionId"]
+            .as_str()
+            .context("no sessionId")?
+            .to_string();
+        browser.call("Runtime.enable", json!({}))?;
+        browser.call("Page.enable", json!({}))?;
+        Ok(browser)
+    }
+
+    /// Sends a command (to the page once attached) and returns its result.
+    fn call(&mut self, method: &str, params: Value) -> Result<Value> {
+        self.next_id += 1;
+        let id = self.next_id;
+        let mut message = json!({"id": id, "method": method, "params": params});
+        if !self.session.is_empty() {
+            message["sessionId"] = json!(self.session);
+        }
+        let mut bytes = serde_json::to_vec(&message)?;
+        bytes.push(0);
+        self.commands
+            .write_all(&bytes)
+            .with_context(|| format!("sending {method} to chromium"))?;
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let message = self
+                .messages
+                .recv_timeout(left)
+                .with_context(|| format!("chromium did not answer {method}"))?;
+            if message["id"] == json!(id) {
+                if let Some(error) = message.get("error") {
+                    bail!("{method}: {error}");
+                }
+                return Ok(message["result"].clone());
+            }
+            self.note(&message);
+        }
+    }
+
+    /// Keeps what the page's console said.
+    fn note(&mut self, message: &Value) {
+        match message["method"].as_str() {
+            Some("Runtime.consoleAPICalled") => {
+                let args: Vec<String> = message["params"]["args"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|a| a["value"].to_string())
+                    .collect();
+                self.console.push(args.join(" "));
+            }
+            Some("Runtime.exceptionThrown") => {
+                let details = &message["params"]["exceptionDetails"];
+                self.console.push(format!(
+                    "uncaught: {}",
+                    details["exception"]["description"]
+                        .as_str()
+                        .or(details["text"].as_str())
+                        .unwrap_or_default()
+                ));
+            }
+            _ => {}
+        }
+    }
+
+    /// Opens `url` in the page.
+    pub fn open(&mut self, url: &str) -> Result<()> {
+        let navigated = self.call("Page.navigate", json!({"url": url}))?;
+        if let Some(error) = navigated["errorText"].as_str() {
+            bail!("opening {url}: {error}");
+        }
+        Ok(())
+    }
+
+    /// The value of a JavaScript expression in the page.
+    pub fn eval(&mut self, expression: &str) -> Result<Value> {
+        let result = self.call(
+            "Runtime.evaluate",
+            json!({"expression": expression, "returnByValue": true}),
+        )?;
+        if let Some(exception) = result.get("exceptionDetails") {
+            bail!("{expression}: {exception}");
+        }
+        Ok(result["result"]["value"].clone())
+    }
+
+    /// The text the page shows (`document.body.innerText`).
+    pub fn text(&mut self) -> Result<String> {
+        Ok(self
+            .eval("document.body ? document.body.innerText : ''")?
+            .as_str()
+            .unwrap_or_default()
+            .to_string())
+    }
+
+    /// Waits until the page's text contains every one of `wanted`.
+    pub fn wait_for_text(&mut self, wanted: &[String], within: Duration) -> Result<String> {
+        let deadline = Instant::now() + within;
+        loop {
+            let text = self.text()?;
+            let missing: Vec<&String> = wanted.iter().filter(|w| !text.contains(*w)).collect();
+            if missing.is_empty() {
+                return Ok(text);
+            }
+            if Instant::now() > deadline {
+                bail!("after {within:?} the page does not show {missing:?}; it shows:\n{text}");
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    /// Writes a PNG of the page to `path`.
+    pub fn screenshot(&mut self, path: &std::path::Path) -> Result<()> {
+        let shot = self.call("Page.captureScreenshot", json!({"format": "png"}))?;
+        let data = shot["data"].as_str().context("no screenshot data")?;
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        std::fs::write(path, decode_base64(data)?)?;
+        Ok(())
+    }
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.profile);
+    }
+}
+
+/// Standard base64 (what DevTools sends a screenshot as).
+fn decode_base64(text: &str) -> Result<Vec<u8>> {
+    let mut out = Vec::with_capacity(text.len() * 3 / 4);
+    let (mut acc, mut bits) = (0u32, 0);
+    for c in text.bytes() {
+        let value = match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            b'=' | b'\n' | b'\r' => continue,
+            _ => bail!("not base64: {:?}", c as char),
+        };
+        acc = (acc << 6) | u32::from(value);
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+            acc &= (1 << bits) - 1;
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64_decodes_as_the_standard_says() {
+        assert_eq!(decode_base64("aGVsbG8=").unwrap(), b"hello");
+        assert_eq!(decode_base64("Zm9vYmFy").unwrap(), b"foobar");
+        assert!(decode_base64("a*b").is_err());
+    }
+}
