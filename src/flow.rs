@@ -9,12 +9,13 @@
 //!
 //! | lane | what | fields |
 //! |---|---|---|
-//! | `watch` | `add`, `update`, `delete`, `relist`, `resync` | `resource`, `key`, `rv` (not for `relist`) |
+//! | `watch` | `add`, `update`, `delete`, `relist`, `resync`; `apply` (step 8: kube's watcher does not tell an add from an update) | `resource`, `key`, `rv` (not for `relist`) |
 //! | `handler` | `enqueue`, `ignore` | `resource`, `object`, then `key` or `reason` |
 //! | `queue` | `add`, `merge`, `requeue`, `take`, `forget`, `drop` | `key`; `worker` (`take`), `delay_ms` and `requeues` (`requeue`) |
 //! | `worker` | `start`, `end` | `key`, `worker`; `outcome`, `error`, `ms` (`end`) |
 //! | `api` | the client's verb (`list`, `watch`, `create`, `replace`, `patch`, ...) | `method`, `resource`, `namespace`, `name`, `subresource`, `code` (absent if no answer), `ms`; `key` and `worker` for a sync's request |
 //! | `event` | `Normal`, `Warning` | `key`, `reason`, `note` |
+//! | `note` | `queue` | `text`: what the trace cannot show ([`SCHEDULER_NOTE`]) |
 //!
 //! The lines are `tracing` events of the target `flow` (at TRACE level, so
 //! the log on stderr never shows them), and the `api` lines come from the
@@ -52,7 +53,8 @@ pub const ENV: &str = "SAMPLE_CONTROLLER_FLOW";
 
 // ANCHOR: emit
 /// A watch event as the handlers are told it: `what` is `add`, `update`,
-/// `delete` or `resync` (a replay of the cache).
+/// `delete` or `resync` (a replay of the cache); `apply` where the watcher
+/// does not say which of `add` and `update` it is (step 8).
 pub fn watched<K: Resource>(what: &'static str, object: &K)
 where
     K::DynamicType: Default,
@@ -191,6 +193,12 @@ pub fn enabled() -> bool {
     tracing::enabled!(target: TARGET, tracing::Level::TRACE)
 }
 
+/// What a queue's lines cannot show: the first line a queue writes.
+pub const SCHEDULER_NOTE: &str = "The queue is kube-runtime's scheduler (its applier; step 8: \
+     the Controller around it), which exposes nothing of itself: a key's add is when it reaches \
+     the scheduler, its take when its sync starts; merges, holds and delays in between are \
+     inferred from both ends";
+
 /// The work queue's side of the flow, for a queue run by kube's scheduler
 /// (`applier`): which keys are waiting (so that a key added again shows as
 /// merged), which worker runs each sync, and the lines of both. Does nothing
@@ -206,8 +214,10 @@ where
     K: Resource,
     K::DynamicType: Eq + std::hash::Hash + Clone,
 {
-    /// The flow of a queue with `workers` workers.
+    /// The flow of a queue with `workers` workers; writes
+    /// [`SCHEDULER_NOTE`] if the flow is on.
     pub fn new(workers: usize) -> Self {
+        tracing::trace!(target: TARGET, lane = "note", what = "queue", text = SCHEDULER_NOTE);
         QueueFlow {
             on: enabled(),
             waiting: Mutex::new(HashSet::new()),
@@ -342,10 +352,10 @@ impl<K: Resource> SyncFlow<K> {
     }
 
     /// Runs the sync, then writes its `end` line and frees its worker.
-    pub async fn run<E: fmt::Display>(
+    pub async fn run<T, E: fmt::Display>(
         self,
-        sync: impl Future<Output = Result<(), E>>,
-    ) -> Result<(), E> {
+        sync: impl Future<Output = Result<T, E>>,
+    ) -> Result<T, E> {
         let Some(worker) = self.worker else {
             return sync.await;
         };

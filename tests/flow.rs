@@ -1,7 +1,9 @@
 //! End-to-end: the flow a step writes with `SAMPLE_CONTROLLER_FLOW` set
-//! (`src/flow.rs`), read back from a run of step 7 against a real control
-//! plane: a Foo's way from its watch event to its Deployment, its status and
-//! its Event, and a foreign Deployment's refusal with a growing backoff.
+//! (`src/flow.rs`), read back from runs of step 7 and step 8 against a real
+//! control plane: a Foo's way from its watch event to its Deployment, its
+//! status and its Event, and a foreign Deployment's refusal with a growing
+//! backoff; for step 8, kube's `Controller` in the same vocabulary
+//! (`step8/src/flow.rs`).
 
 mod support;
 
@@ -157,6 +159,128 @@ async fn a_foo_flows_from_its_watch_event_through_the_queue_to_its_writes_and_ev
         !output.contains("lane"),
         "the flow is in the log too:\n{output}"
     );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[tokio::test]
+async fn step_8_maps_kubes_controller_onto_the_same_lines_and_says_what_it_cannot_see() {
+    let (cp, client) = cluster().await;
+    let ns = namespace(&client, "flow8").await;
+    let dir = tempfile_dir("flow8");
+    let trace = dir.join("step-8.jsonl");
+    let mut step = Step::start_program_with_env(
+        "step-8",
+        Path::new(&step_binary("step-8")),
+        &[
+            "--kubeconfig".into(),
+            cp.kubeconfig_path().display().to_string(),
+            "--namespace".into(),
+            ns.clone(),
+        ],
+        &[("SAMPLE_CONTROLLER_FLOW", trace.to_str().unwrap())],
+    );
+    step.expect(&["Starting workers"]).await;
+    // Its first line past the startup requests says that kube's scheduler
+    // is not observable.
+    let first = lines(&trace)
+        .into_iter()
+        .find(|l| l["lane"] != "api")
+        .expect("a line past the startup requests");
+    assert_eq!(first["lane"], "note", "{first:?}");
+    assert!(
+        first["text"].as_str().unwrap().contains("inferred"),
+        "{first:?}"
+    );
+
+    create_foo(&client, &ns, "traced", "traced-nginx", Some(1)).await;
+    let key = format!("{ns}/traced");
+    let found = flows(
+        &trace,
+        &[
+            serde_json::json!({"lane": "watch", "what": "apply", "resource": "foos", "key": key}),
+            serde_json::json!({"lane": "handler", "what": "enqueue", "resource": "foos", "key": key}),
+            serde_json::json!({"lane": "queue", "what": "add", "key": key}),
+            serde_json::json!({"lane": "queue", "what": "take", "key": key}),
+            serde_json::json!({"lane": "worker", "what": "start", "key": key}),
+            serde_json::json!({
+                "lane": "api", "what": "patch_status", "method": "PATCH", "resource": "foos",
+                "name": "traced", "subresource": "status", "code": 200, "key": key
+            }),
+            serde_json::json!({
+                "lane": "api", "what": "create", "method": "POST", "resource": "deployments",
+                "namespace": ns, "code": 201, "key": key
+            }),
+            serde_json::json!({"lane": "event", "what": "Normal", "reason": "Synced", "key": key}),
+            serde_json::json!({"lane": "worker", "what": "end", "outcome": "ok", "key": key}),
+            serde_json::json!({"lane": "queue", "what": "forget", "key": key}),
+        ],
+    )
+    .await;
+    assert_eq!(found[6]["worker"], found[3]["worker"], "{:?}", found[6]);
+    // Its Deployment comes back and triggers it through `owns`; the
+    // reconcile that follows finds nothing to do and sends nothing.
+    let found = flows(
+        &trace,
+        &[
+            serde_json::json!({"lane": "watch", "what": "apply", "resource": "deployments", "key": format!("{ns}/traced-nginx")}),
+            serde_json::json!({"lane": "handler", "what": "enqueue", "resource": "deployments", "key": key}),
+            serde_json::json!({"lane": "worker", "what": "start", "key": key}),
+            serde_json::json!({"lane": "worker", "what": "end", "outcome": "ok", "key": key}),
+        ],
+    )
+    .await;
+    let quiet_start = found[2]["t"].as_f64().unwrap();
+    let quiet_end = found[3]["t"].as_f64().unwrap();
+    let sent: Vec<_> = lines(&trace)
+        .into_iter()
+        .filter(|l| {
+            let t = l["t"].as_f64().unwrap_or_default();
+            l["lane"] == "api"
+                && l.get("key") == Some(&Value::from(key.clone()))
+                && l.get("worker") == Some(&found[2]["worker"])
+                && t >= quiet_start
+                && t <= quiet_end
+        })
+        .collect();
+    assert!(
+        sent.is_empty(),
+        "a reconcile with nothing to do sent {sent:?}"
+    );
+
+    // Someone else's Deployment of that name: refused, requeued by the error
+    // policy with Go's growing delay.
+    create_foreign_deployment(&client, &ns, "taken-name").await;
+    create_foo(&client, &ns, "refused", "taken-name", Some(1)).await;
+    let refused = format!("{ns}/refused");
+    let found = flows(
+        &trace,
+        &[
+            serde_json::json!({"lane": "handler", "what": "enqueue", "resource": "foos", "key": refused}),
+            serde_json::json!({"lane": "event", "what": "Warning", "reason": "ErrResourceExists", "key": refused}),
+            serde_json::json!({"lane": "worker", "what": "end", "outcome": "error", "key": refused}),
+            serde_json::json!({"lane": "queue", "what": "requeue", "key": refused, "requeues": 1}),
+            serde_json::json!({"lane": "queue", "what": "requeue", "key": refused, "requeues": 2}),
+            serde_json::json!({"lane": "queue", "what": "requeue", "key": refused, "requeues": 3}),
+        ],
+    )
+    .await;
+    let delays: Vec<u64> = found[3..]
+        .iter()
+        .map(|l| l["delay_ms"].as_u64().unwrap())
+        .collect();
+    assert_eq!(delays, [5, 10, 20], "Go's 5 ms · 2^n");
+    // A Deployment with no Foo among its owners triggers nothing.
+    flows(
+        &trace,
+        &[serde_json::json!({
+            "lane": "handler", "what": "ignore", "resource": "deployments",
+            "object": format!("{ns}/taken-name"), "reason": "no Foo among its owners"
+        })],
+    )
+    .await;
+
+    let (status, output) = step.terminate().await;
+    assert!(status.success(), "{output}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -147,6 +147,13 @@
 
     // Adds one line of the trace: the lanes change, the history grows.
     add(line) {
+      if (line.lane === "note") {
+        // What the step says of its own trace (step 8: where kube hides the queue).
+        const note = el("div", "flow-note", line.text);
+        note.dataset.what = line.what;
+        this.root.insertBefore(note, this.bar.nextSibling);
+        return;
+      }
       this.lines.push(line);
       this.clock = Math.max(this.clock, line.t || 0);
       if (line.lane === "handler" && line.what === "enqueue" && line.object !== line.key)
@@ -334,7 +341,7 @@
       if (s === 1) option.selected = true;
       speed.append(option);
     }
-    const all = el("button", "flow-button", "⏭ show all");
+    const all = el("button", "flow-button", "» show all");
     controls.append(play, restart, speed, all);
     view.bar.prepend(controls);
 

@@ -21,7 +21,9 @@ use kube::{Resource, ResourceExt};
 use tokio::sync::watch;
 
 use crate::error::Error;
+use sample_controller::Foo;
 use sample_controller::diagnose::explain_watch;
+use sample_controller::flow;
 use sample_controller::signals::Shutdown;
 
 // ANCHOR: synced
@@ -102,17 +104,29 @@ impl Synced {
 ///   informer updates its cache before it calls a handler; this keeps that
 ///   order.
 /// - `InitDone` sets `synced`.
+///
+/// Each event is also a `watch` line of the flow (step8/src/flow.rs).
 pub(crate) fn settled<K, S>(
     events: S,
     resource: &'static str,
     synced: watch::Sender<bool>,
 ) -> impl Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send
 where
-    K: Send,
+    K: Resource + Send,
+    K::DynamicType: Default,
     S: Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send,
 {
     let mut held = Vec::new();
     events.flat_map(move |event| {
+        match &event {
+            Ok(watcher::Event::Init) => flow::relisting(resource),
+            // kube's watcher does not tell an add from an update.
+            Ok(watcher::Event::Apply(obj) | watcher::Event::InitApply(obj)) => {
+                flow::watched("apply", obj)
+            }
+            Ok(watcher::Event::Delete(obj)) => flow::watched("delete", obj),
+            _ => {}
+        }
         let out = match event {
             Err(err) => {
                 tracing::warn!("{}", explain_watch(&err, resource));
@@ -173,6 +187,8 @@ pub(crate) fn relevant_changes(
                 let hash = relevance(&d);
                 let before = seen.insert(key, (hash, owners_of(&d)));
                 if before.is_some_and(|(h, _)| h == hash) {
+                    let why = "nothing a reconcile reads changed";
+                    flow::decided("deployments", &d, &Err::<ObjectRef<Foo>, _>(why));
                     Vec::new()
                 } else {
                     vec![Ok(d)]

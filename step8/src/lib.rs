@@ -10,6 +10,7 @@
 
 pub mod caches;
 pub mod error;
+pub mod flow;
 pub mod leader;
 pub mod metrics;
 pub mod probes;

@@ -14,7 +14,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use futures::{StreamExt, future};
+use futures::{StreamExt, TryStreamExt, future};
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::runtime::controller::{self, Action, Controller};
@@ -25,6 +25,7 @@ use kube::{Api, Client, Resource, ResourceExt};
 
 use crate::caches::{Synced, drop_managed_fields, relevant_changes, settled, strip_deployment};
 use crate::error::Error;
+use crate::flow::ControllerFlow;
 use crate::probes::Probes;
 use sample_controller::deployment::new_deployment;
 use sample_controller::informer::{key_string, watch_list};
@@ -132,7 +133,13 @@ where
         .default_backoff()
         .modify(drop_managed_fields)
         .reflect(foo_writer);
-    let foo_triggers = settled(foo_events, "foos", foos_filled).applied_objects();
+    // What goes into and comes out of the Controller, for the flow
+    // (step8/src/flow.rs; off by default).
+    let flow = Arc::new(ControllerFlow::new(workers));
+    let foo_flow = flow.clone();
+    let foo_triggers = settled(foo_events, "foos", foos_filled)
+        .applied_objects()
+        .inspect_ok(move |foo| foo_flow.foo_changed(foo));
 
     // The Deployment cache, and a trigger per relevant Deployment change.
     // Idiom: the cache keeps only what `sync` and the predicate read
@@ -143,11 +150,13 @@ where
         .default_backoff()
         .modify(strip_deployment)
         .reflect(deployment_writer);
+    let deployment_flow = flow.clone();
     let deployment_triggers = relevant_changes(settled(
         deployment_events,
         "deployments",
         deployments_filled,
-    ));
+    ))
+    .inspect_ok(move |deployment| deployment_flow.deployment_changed(deployment));
 
     let ctx = Arc::new(Context::new(
         client,
@@ -170,8 +179,9 @@ where
         .owns_stream(deployment_triggers)
         .with_config(controller::Config::default().concurrency(workers))
         .graceful_shutdown_on(shutdown.clone())
-        .run(reconcile, error_policy, ctx)
+        .run(flow.reconcile(reconcile), flow.error_policy(), ctx)
         .for_each(|result| {
+            flow.reported(&result);
             log_result(result);
             future::ready(())
         });
@@ -222,7 +232,13 @@ pub async fn reconcile(foo: Arc<Foo>, ctx: Arc<Context>) -> Result<Action, Error
 /// made long; step 8 has no resync, and after an 8 s outage a key that kept
 /// failing could otherwise wait minutes.
 pub fn error_policy(foo: Arc<Foo>, err: &Error, ctx: Arc<Context>) -> Action {
-    let key = ObjectRef::from(foo.as_ref());
+    Action::requeue(retry_delay(&foo, err, &ctx))
+}
+
+/// How long [`error_policy`] waits to retry `foo` after `err`, logged with
+/// the error.
+pub fn retry_delay(foo: &Foo, err: &Error, ctx: &Context) -> Duration {
+    let key = ObjectRef::from(foo);
     let delay = if server_unavailable(err) {
         // Not in Go: the key's backoff stays as it is; only the overall
         // bucket can make the wait longer.
@@ -236,7 +252,7 @@ pub fn error_policy(foo: Arc<Foo>, err: &Error, ctx: Arc<Context>) -> Action {
         retry_in = ?delay,
         "Error syncing; requeuing for later retry"
     );
-    Action::requeue(delay)
+    delay
 }
 
 /// How long a reconcile waits to retry when the API server did not answer.

@@ -1,6 +1,6 @@
 //! The course's steps in one table: for each step, its binary, its chapter,
 //! the permissions it needs, its workshop starter, the scenarios of its
-//! check and the captures its chapter shows.
+//! check and the captures and flow recording its chapter shows.
 //!
 //! Everything that goes over the steps reads this table: `cargo xtask
 //! check`, the checks themselves ([`crate::checks`]), tests/steps.rs, the
@@ -37,6 +37,10 @@ pub struct Step {
     pub check: &'static [CheckScenario],
     /// The captures (book/src/outputs) its chapter shows.
     pub captures: &'static [&'static str],
+    /// The recording of its flow that its chapter replays (`{{#flow NAME}}`,
+    /// book/src/outputs/flow/NAME.jsonl), written by the run of its first
+    /// capture; `None` for a step with no queue to show (steps 1 and 2).
+    pub flow: Option<&'static str>,
 }
 
 /// A workshop starter: the step with its layer left as gaps.
@@ -63,6 +67,7 @@ pub const STEPS: &[Step] = &[
         starter: None,
         check: &[],
         captures: &["step-1.txt"],
+        flow: None,
     },
     Step {
         number: 2,
@@ -77,6 +82,7 @@ pub const STEPS: &[Step] = &[
         }),
         check: checks::step2::SCENARIOS,
         captures: &["step-2.txt"],
+        flow: None,
     },
     Step {
         number: 3,
@@ -91,6 +97,7 @@ pub const STEPS: &[Step] = &[
         }),
         check: checks::step3::SCENARIOS,
         captures: &["step-3.txt"],
+        flow: Some("step-3"),
     },
     Step {
         number: 4,
@@ -105,6 +112,7 @@ pub const STEPS: &[Step] = &[
         }),
         check: checks::step4::SCENARIOS,
         captures: &["step-4.txt"],
+        flow: Some("step-4"),
     },
     Step {
         number: 5,
@@ -119,6 +127,7 @@ pub const STEPS: &[Step] = &[
         }),
         check: checks::step5::SCENARIOS,
         captures: &["step-5.txt"],
+        flow: Some("step-5"),
     },
     Step {
         number: 6,
@@ -133,6 +142,7 @@ pub const STEPS: &[Step] = &[
         }),
         check: checks::step6::SCENARIOS,
         captures: &["step-6.txt"],
+        flow: Some("step-6"),
     },
     Step {
         number: 7,
@@ -147,6 +157,7 @@ pub const STEPS: &[Step] = &[
         }),
         check: checks::step7::SCENARIOS,
         captures: &["step-7.txt", "step-7-events.txt"],
+        flow: Some("step-7"),
     },
     Step {
         number: 8,
@@ -161,6 +172,7 @@ pub const STEPS: &[Step] = &[
         }),
         check: checks::step8::SCENARIOS,
         captures: &["step-8.txt", "step-8-events.txt"],
+        flow: Some("step-8"),
     },
 ];
 

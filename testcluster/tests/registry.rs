@@ -182,6 +182,35 @@ fn every_capture_of_a_step_is_in_book_src_outputs() {
 }
 
 #[test]
+fn every_step_with_a_queue_has_a_flow_recording_its_chapter_replays() {
+    for step in STEPS {
+        let Some(name) = step.flow else {
+            assert!(
+                step.number < 3,
+                "step {} has a work queue (or kube's) but no flow recording",
+                step.number
+            );
+            continue;
+        };
+        assert!(
+            root()
+                .join("book/src/outputs/flow")
+                .join(format!("{name}.jsonl"))
+                .is_file(),
+            "step {}: book/src/outputs/flow/{name}.jsonl is missing (`cargo xtask book outputs {}` records it)",
+            step.number,
+            step.captures[0]
+        );
+        let chapter = std::fs::read_to_string(root().join("book/src").join(step.chapter)).unwrap();
+        assert!(
+            chapter.contains(&format!("{{{{#flow {name}}}}}")),
+            "{} does not replay {{{{#flow {name}}}}}",
+            step.chapter
+        );
+    }
+}
+
+#[test]
 fn every_step_has_its_row_in_the_readme() {
     let readme = read("README.md");
     for step in STEPS {

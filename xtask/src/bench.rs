@@ -60,7 +60,10 @@ pub struct BenchArgs {
     /// the first run at the smallest size (and so count no idle writes).
     #[arg(long)]
     no_settle: bool,
-    /// Which subjects to run (for trials; the published figures run all four).
+    /// Which subjects to run (for trials; the published figures run the
+    /// first four). `step7-flow` and `step8-flow` are those steps again with
+    /// the flow on (`SAMPLE_CONTROLLER_FLOW`, src/flow.rs), each run right
+    /// after the same step's run with it off; the report compares the two.
     #[arg(long, value_delimiter = ',', default_value = "floor,go,step7,step8")]
     subjects: Vec<Subject>,
     /// Where the table goes: `book/src/outputs/NAME.txt`. The chart
@@ -78,6 +81,10 @@ enum Subject {
     Step8,
     #[value(name = "floor")]
     BareClient,
+    #[value(name = "step7-flow")]
+    Step7Flow,
+    #[value(name = "step8-flow")]
+    Step8Flow,
 }
 
 impl Subject {
@@ -87,6 +94,17 @@ impl Subject {
             Subject::Step7 => "Rust step 7 (Go's program)",
             Subject::Step8 => "Rust step 8 (kube-rs way)",
             Subject::BareClient => "floor (necessary requests only)",
+            Subject::Step7Flow => "Rust step 7, flow on",
+            Subject::Step8Flow => "Rust step 8, flow on",
+        }
+    }
+
+    /// The subject with the flow off, for one with it on.
+    fn flow_off(self) -> Option<Subject> {
+        match self {
+            Subject::Step7Flow => Some(Subject::Step7),
+            Subject::Step8Flow => Some(Subject::Step8),
+            _ => None,
         }
     }
 }
@@ -101,6 +119,8 @@ struct Measurement {
     rss_at_end_kib: Option<(u64, u64)>,
     requests: BTreeMap<String, f64>,
     idle_writes: Option<f64>,
+    /// How many lines the flow had at the end (flow-on subjects).
+    flow_lines: Option<usize>,
     /// JSON bytes of the Foos and Deployments as listed, of their
     /// managedFields, and of what step 8 keeps of them.
     cached_bytes: Option<CachedBytes>,
@@ -162,7 +182,9 @@ pub async fn bench(args: BenchArgs) -> Result<()> {
                 Subject::BareClient,
                 Subject::Go,
                 Subject::Step7,
+                Subject::Step7Flow,
                 Subject::Step8,
+                Subject::Step8Flow,
             ] {
                 if !args.subjects.contains(&subject) {
                     continue;
@@ -171,7 +193,11 @@ pub async fn bench(args: BenchArgs) -> Result<()> {
                 // Foo reports its Deployment available (the floor too: its
                 // end state must be a controller's), then count the
                 // controllers' writes while idle.
-                let settle = (n == smallest && round == 1 && !args.no_settle).then(|| {
+                let settle = (n == smallest
+                    && round == 1
+                    && !args.no_settle
+                    && subject.flow_off().is_none())
+                .then(|| {
                     (subject != Subject::BareClient && args.idle_seconds > 0)
                         .then(|| Duration::from_secs(args.idle_seconds))
                 });
@@ -285,11 +311,18 @@ impl Run {
         let rust_args = ["--kubeconfig".to_string(), kubeconfig.clone()];
         let (exe, args) = match subject {
             Subject::Go => (&binaries.go, vec![format!("-kubeconfig={kubeconfig}")]),
-            Subject::Step7 => (&binaries.step_7, rust_args.to_vec()),
-            Subject::Step8 => (&binaries.step_8, rust_args.to_vec()),
+            Subject::Step7 | Subject::Step7Flow => (&binaries.step_7, rust_args.to_vec()),
+            Subject::Step8 | Subject::Step8Flow => (&binaries.step_8, rust_args.to_vec()),
             Subject::BareClient => (&binaries.floor, rust_args.to_vec()),
         };
-        let mut controller = Some(start(exe, &args, &log).await?);
+        let trace = subject
+            .flow_off()
+            .map(|_| cp.log_dir().join(format!("bench-{ns}.flow.jsonl")));
+        let env: Vec<(&str, &Path)> = trace
+            .iter()
+            .map(|path| (sample_controller::flow::ENV, path.as_path()))
+            .collect();
+        let mut controller = Some(start_in(exe, &args, &log, None, &env).await?);
 
         let before = request_counts(client).await?;
         let started = Instant::now();
@@ -347,12 +380,29 @@ impl Run {
         while namespaces.get_opt(&ns).await?.is_some() && Instant::now() < deadline {
             tokio::time::sleep(Duration::from_secs(1)).await;
         }
+        // The flow was written (the trace is not kept: it is large).
+        let flow_lines = match &trace {
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .with_context(|| format!("reading the flow {}", path.display()))?;
+                let _ = std::fs::remove_file(path);
+                let lines = text.lines().count();
+                anyhow::ensure!(
+                    lines > n,
+                    "{}: {lines} flow lines for {n} Foos",
+                    subject.label()
+                );
+                Some(lines)
+            }
+            None => None,
+        };
         Ok(Measurement {
             converge,
             peak_rss_kib,
             rss_at_end_kib,
             requests: diff(&before, &after),
             idle_writes,
+            flow_lines,
             cached_bytes,
             unconverged,
         })
@@ -462,21 +512,24 @@ pub(crate) async fn start(
     args: &[String],
     log: &Path,
 ) -> Result<tokio::process::Child> {
-    start_in(exe, args, log, None).await
+    start_in(exe, args, log, None, &[]).await
 }
 
-/// [`start`] in the working directory `cwd` (else this process's).
+/// [`start`] in the working directory `cwd` (else this process's), with
+/// the environment variables `env` besides this process's.
 pub(crate) async fn start_in(
     exe: &Path,
     args: &[String],
     log: &Path,
     cwd: Option<&Path>,
+    env: &[(&str, &Path)],
 ) -> Result<tokio::process::Child> {
     let file = std::fs::File::create(log)?;
     let mut command = tokio::process::Command::new(exe);
     if let Some(dir) = cwd {
         command.current_dir(dir);
     }
+    command.envs(env.iter().copied());
     let child = command
         .args(args)
         .env("RUST_LOG", "info") // Go logs every sync at its default level too
@@ -841,6 +894,7 @@ fn report(
             );
         }
     }
+    flow_report(&mut out, sizes, results);
     if let Some(&largest) = sizes.iter().max() {
         let rss = |s| rss_median(largest, s).map(|(mid, _, _)| mid);
         if let (Some(s7), Some(s8), Some(g)) =
@@ -944,6 +998,65 @@ fn report(
         );
     }
     out
+}
+
+/// The table of the flow's cost: each Rust step's convergence with the flow
+/// off and on, run after run, when the flow subjects ran.
+fn flow_report(out: &mut String, sizes: &[usize], results: &Results) {
+    let pairs: Vec<(usize, Subject, Subject)> = sizes
+        .iter()
+        .flat_map(|&n| {
+            [Subject::Step7Flow, Subject::Step8Flow]
+                .into_iter()
+                .filter_map(move |on| Some((n, on.flow_off()?, on)))
+        })
+        .filter(|(n, off, on)| {
+            results.contains_key(&(*n, *off)) && results.contains_key(&(*n, *on))
+        })
+        .collect();
+    if pairs.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "\nThe flow off and on: each Rust step run again right after its run above, with \
+         SAMPLE_CONTROLLER_FLOW naming a file (src/flow.rs); medians, lowest and highest in \
+         brackets:\n"
+    );
+    let _ = writeln!(
+        out,
+        "| Foos | Step | Flow off | Flow on | on / off | Flow lines |"
+    );
+    let _ = writeln!(out, "|---:|---|---:|---:|---:|---:|");
+    for (n, off, on) in pairs {
+        let stats = |s| converge_stats(&results[&(n, s)]);
+        let shown = |s| match stats(s) {
+            (Some(mid), Some((min, max)), _) => with_spread((mid, min, max), 1, "s"),
+            (Some(mid), None, _) => format!("{mid:.1} s"),
+            (None, _, _) => "not converged".into(),
+        };
+        let ratio = match (stats(on).0, stats(off).0) {
+            (Some(a), Some(b)) if b > 0.0 => format!("{:.2}", a / b),
+            _ => "-".into(),
+        };
+        let mut lines: Vec<f64> = results[&(n, on)]
+            .iter()
+            .filter_map(|m| m.flow_lines)
+            .map(|l| l as f64)
+            .collect();
+        let lines = median(&mut lines).map_or("-".into(), |l| format!("{l:.0}"));
+        let step = if off == Subject::Step7 {
+            "step 7"
+        } else {
+            "step 8"
+        };
+        let _ = writeln!(
+            out,
+            "| {n} | {step} | {} | {} | {ratio} | {lines} |",
+            shown(off),
+            shown(on)
+        );
+    }
 }
 
 /// A horizontal bar chart of convergence times, as SVG: each bar the

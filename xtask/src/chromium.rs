@@ -22,6 +22,13 @@
 //! Chromium paints a scrolled main frame blank, a scrolled iframe correctly),
 //! screenshot `<page>-go.png`; again its console must stay silent.
 //!
+//! A page with flow replays (`{{#flow}}`, book/theme/flow.js) must show
+//! each one drawn: its six lanes, and its status saying that all the lines
+//! of its recording were played (a page shows a replay's end state until the
+//! reader presses play). It is rendered a second time scrolled to its first
+//! replay (`<page>.html?flow#flow-NAME` in an iframe, as for the Go side),
+//! screenshot `<page>-flow.png`, with a silent console.
+//!
 //! `404.html` is skipped: mdBook writes it with absolute asset paths for a
 //! web server (`site-url`), which a `file://` URL cannot load.
 
@@ -34,7 +41,8 @@ use anyhow::{Context, Result, ensure};
 /// One rendering: a page, with the Go tabs shown or not.
 struct Job {
     page: PathBuf,
-    /// `?gosource=go#…` for the Go side (rendered in an iframe), or "".
+    /// `?gosource=go#…` for the Go side, `?flow#…` for the first flow
+    /// replay (both rendered in an iframe), or "".
     suffix: String,
     screenshot: PathBuf,
 }
@@ -95,6 +103,13 @@ pub fn check_pages(html: &Path, screenshots: &Path) -> Result<Vec<String>> {
                 screenshot: screenshots.join(format!("{stem}-go.png")),
             });
         }
+        if let Some(id) = first_flow(&html).filter(|_| stem != "print") {
+            jobs.push(Job {
+                page: page.clone(),
+                suffix: format!("?flow#{id}"),
+                screenshot: screenshots.join(format!("{stem}-flow.png")),
+            });
+        }
     }
     let count = jobs.len();
     let queue = Mutex::new(jobs);
@@ -129,8 +144,10 @@ pub fn check_pages(html: &Path, screenshots: &Path) -> Result<Vec<String>> {
         let judged = rendered.and_then(|r| {
             if job.suffix.is_empty() {
                 judge(&r)
+            } else if job.suffix.starts_with("?flow") {
+                judge_scrolled(&r, "scrolled to the first flow replay")
             } else {
-                judge_go_side(&r)
+                judge_scrolled(&r, "Go tabs shown, scrolled to the first excerpt")
             }
         });
         match judged {
@@ -285,18 +302,79 @@ fn judge(rendered: &Rendered) -> Result<(String, Vec<String>)> {
         ));
     }
     let tabs = dom.matches("<div class=\"gosource-tabs\"").count();
+    let (flow_problems, replays) = judge_flows(&source, dom);
+    problems.extend(flow_problems);
 
     let mut summary = vec![format!("{drawn}/{diagrams} diagrams drawn as SVG")];
     if !panes.is_empty() {
         summary.push(format!("{} Go panes ({tabs} as Go/Rust tabs)", panes.len()));
+    }
+    if replays > 0 {
+        summary.push(format!("{replays} flow replays drawn"));
     }
     summary.push(format!("{code_blocks} code blocks"));
     summary.push(format!("{} console messages", rendered.console.len()));
     Ok((summary.join(", "), problems))
 }
 
-/// The Go side of a page (in its iframe wrapper): no console message.
-fn judge_go_side(rendered: &Rendered) -> Result<(String, Vec<String>)> {
+/// The id of a page's first `{{#flow}}` replay.
+fn first_flow(html: &str) -> Option<String> {
+    let open = "<div class=\"flow-view\" id=\"";
+    let at = html.find(open)? + open.len();
+    Some(html[at..].split('"').next()?.to_string())
+}
+
+/// The page's flow replays, drawn: their lanes, and every line of each
+/// recording played. (problems, how many replays).
+fn judge_flows(source: &str, dom: &str) -> (Vec<String>, usize) {
+    let mut problems = Vec::new();
+    let replays = source.matches("<div class=\"flow-view\"").count();
+    if replays == 0 {
+        return (problems, 0);
+    }
+    let lanes = dom.matches("<section class=\"flow-lane ").count();
+    if lanes != replays * 6 {
+        problems.push(format!(
+            "{replays} flow replays, {lanes} lanes drawn (6 each; did flow.js run?)"
+        ));
+    }
+    // The recordings' lines, as the page holds them, and the status of each
+    // view: "played N of N lines".
+    let recorded: Vec<usize> = elements(
+        source,
+        "<script type=\"application/json\" id=\"flow-trace-",
+        "</script>",
+    )
+    .iter()
+    .map(|script| {
+        script
+            .lines()
+            .skip(1)
+            .filter(|l| l.trim_start().starts_with('{'))
+            .count()
+    })
+    .collect();
+    let played: Vec<(usize, usize)> =
+        elements(dom, "<span class=\"flow-status\">played ", " lines")
+            .iter()
+            .filter_map(|status| {
+                let text = status.split("played ").nth(1)?.trim_end_matches(" lines");
+                let (n, of) = text.split_once(" of ")?;
+                Some((n.parse().ok()?, of.parse().ok()?))
+            })
+            .collect();
+    let wanted: Vec<(usize, usize)> = recorded.iter().map(|&n| (n, n)).collect();
+    if played != wanted {
+        problems.push(format!(
+            "flow replays should show all of their recordings' lines {wanted:?}, they show {played:?}"
+        ));
+    }
+    (problems, replays)
+}
+
+/// A page rendered scrolled in its iframe wrapper (the Go side, a flow
+/// replay): no console message.
+fn judge_scrolled(rendered: &Rendered, what: &str) -> Result<(String, Vec<String>)> {
     ensure!(rendered.dom.contains("<iframe"), "chromium printed no DOM");
     let problems = rendered
         .console
@@ -304,10 +382,7 @@ fn judge_go_side(rendered: &Rendered) -> Result<(String, Vec<String>)> {
         .map(|m| format!("console: {m}"))
         .collect();
     Ok((
-        format!(
-            "Go tabs shown, scrolled to the first excerpt, {} console messages",
-            rendered.console.len()
-        ),
+        format!("{what}, {} console messages", rendered.console.len()),
         problems,
     ))
 }
@@ -325,4 +400,42 @@ fn elements<'a>(dom: &'a str, open: &str, close: &str) -> Vec<&'a str> {
         rest = &element[end..];
     }
     found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SOURCE: &str = "<div class=\"flow-view\" id=\"flow-a\" data-trace=\"a\"></div>\n\
+        <script type=\"application/json\" id=\"flow-trace-a\">\n{\"t\":1}\n{\"t\":2}\n</script>\n";
+
+    fn dom(lanes: usize, status: &str) -> String {
+        let lanes = "<section class=\"flow-lane flow-lane-x\"></section>".repeat(lanes);
+        format!(
+            "<div class=\"flow-view\"><div class=\"flow-bar\"><span class=\"flow-status\">{status}</span></div>{lanes}</div>"
+        )
+    }
+
+    #[test]
+    fn a_replay_is_drawn_when_its_lanes_are_there_and_all_its_lines_were_played() {
+        let (problems, replays) = judge_flows(SOURCE, &dom(6, "played 2 of 2 lines"));
+        assert_eq!((problems, replays), (vec![], 1));
+        let (problems, _) = judge_flows(
+            SOURCE,
+            &dom(6, "played 2 of 2 lines (quiet spells shortened)"),
+        );
+        assert!(problems.is_empty(), "{problems:?}");
+    }
+
+    #[test]
+    fn a_replay_that_did_not_run_or_stopped_short_is_a_problem() {
+        let (problems, _) = judge_flows(SOURCE, "<div class=\"flow-view\"></div>");
+        assert_eq!(problems.len(), 2, "{problems:?}");
+        assert!(problems[0].contains("0 lanes drawn"), "{problems:?}");
+        let (problems, _) = judge_flows(SOURCE, &dom(6, "played 1 of 2 lines"));
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(problems[0].contains("[(2, 2)]"), "{problems:?}");
+        // A page without replays asks nothing of them.
+        assert_eq!(judge_flows("<p>text</p>", "<p>text</p>"), (vec![], 0));
+    }
 }

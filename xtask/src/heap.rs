@@ -134,7 +134,7 @@ pub async fn heap_profile(args: HeapArgs) -> Result<()> {
         cp.kubeconfig_path().display().to_string(),
     ];
     println!("==> step 8 (dhat) with {} Foos", args.foos);
-    let mut child = bench::start_in(&exe, &args_, &log, Some(&run_dir)).await?;
+    let mut child = bench::start_in(&exe, &args_, &log, Some(&run_dir), &[]).await?;
     let started = Instant::now();
     bench::create_foos(&client, ns, args.foos).await?;
     if let Some(state) =

@@ -23,6 +23,7 @@ use testcluster::harness;
 
 use crate::kubectl::Kubectl;
 
+use super::recordings;
 use super::scenarios::*;
 use super::tools::run_tool;
 use super::{book_dir, rel};
@@ -152,25 +153,31 @@ pub(super) async fn outputs(only: &[String], check: bool) -> Result<()> {
     }
     if wanted("step-3.txt") {
         write(&out, "step-3.txt", &env, step_3(&env).await?)?;
+        recordings::record(&out, "step-3", "book-step3")?;
     }
     if wanted("step-4.txt") {
         write(&out, "step-4.txt", &env, step_4(&env).await?)?;
+        recordings::record(&out, "step-4", "book-step4")?;
     }
     if wanted("step-5.txt") {
         write(&out, "step-5.txt", &env, step_5(&env).await?)?;
+        recordings::record(&out, "step-5", "book-step5")?;
     }
     if wanted("step-6.txt") {
         write(&out, "step-6.txt", &env, step_6(&env).await?)?;
+        recordings::record(&out, "step-6", "book-step6")?;
     }
     if wanted("step-7.txt") || wanted("step-7-events.txt") {
         let (step_7, events) = timed("step-7.txt", whole_controller(&env, "step-7")).await?;
         write(&out, "step-7.txt", &env, step_7)?;
         write(&out, "step-7-events.txt", &env, events)?;
+        recordings::record(&out, "step-7", "book-step7")?;
     }
     if wanted("step-8.txt") || wanted("step-8-events.txt") {
         let (step_8, events) = timed("step-8.txt", whole_controller(&env, "step-8")).await?;
         write(&out, "step-8.txt", &env, step_8)?;
         write(&out, "step-8-events.txt", &env, events)?;
+        recordings::record(&out, "step-8", "book-step8")?;
     }
     if wanted("rbac-forbidden.txt") {
         let lines = rbac_forbidden(&env).await?;
@@ -225,11 +232,47 @@ pub(super) async fn outputs(only: &[String], check: bool) -> Result<()> {
 
 /// Compares each capture in `fresh` with the committed one of that name.
 fn compare(committed: &Path, fresh: &Path) -> Result<()> {
+    // What is stale, and the files `outputs` writes again to fix it.
     let mut stale = Vec::new();
+    let mut rerun = Vec::new();
     let mut names: Vec<_> = std::fs::read_dir(fresh)?
-        .map(|entry| entry.map(|e| e.file_name().to_string_lossy().into_owned()))
-        .collect::<Result<_, _>>()?;
+        .filter_map(|entry| {
+            let entry = entry.ok()?;
+            entry
+                .path()
+                .is_file()
+                .then(|| entry.file_name().to_string_lossy().into_owned())
+        })
+        .collect();
     names.sort();
+    // The flow recordings, by shape (recordings.rs).
+    let flow_dir = fresh.join(recordings::DIR);
+    let mut flows: Vec<String> = match std::fs::read_dir(&flow_dir) {
+        Ok(entries) => entries
+            .filter_map(|e| Some(e.ok()?.file_name().to_string_lossy().into_owned()))
+            .collect(),
+        Err(_) => Vec::new(),
+    };
+    flows.sort();
+    for file in &flows {
+        let name = file.trim_end_matches(".jsonl");
+        let read = |dir: &Path| {
+            let path = dir.join(recordings::DIR).join(file);
+            std::fs::read_to_string(&path).with_context(|| format!("reading {}", rel(&path)))
+        };
+        let shown = format!("{}/{file}", recordings::DIR);
+        match recordings::differences(name, &read(committed)?, &read(fresh)?)? {
+            None => println!("    {shown}: current"),
+            Some(report) => {
+                println!("    {shown}: STALE\n{report}");
+                stale.push(shown);
+                let step = testcluster::steps::STEPS
+                    .iter()
+                    .find(|s| s.flow == Some(name));
+                rerun.extend(step.and_then(|s| s.captures.first()).map(|c| c.to_string()));
+            }
+        }
+    }
     for name in &names {
         let read = |dir: &Path| {
             let path = dir.join(name);
@@ -239,7 +282,8 @@ fn compare(committed: &Path, fresh: &Path) -> Result<()> {
             None => println!("    {name}: current"),
             Some(report) => {
                 println!("    {name}: STALE\n{report}");
-                stale.push(name.as_str());
+                stale.push(name.clone());
+                rerun.push(name.clone());
             }
         }
     }
@@ -249,12 +293,16 @@ fn compare(committed: &Path, fresh: &Path) -> Result<()> {
          Look at the differences above; if the new runs are right, write them with \
          `cargo xtask book outputs {}` (the new runs are in {})",
         stale.len(),
-        names.len(),
+        names.len() + flows.len(),
         stale.join(", "),
-        stale.join(" "),
+        rerun.join(" "),
         rel(fresh)
     );
-    println!("All {} captures are current.", names.len());
+    println!(
+        "All {} captures and {} flow recordings are current.",
+        names.len(),
+        flows.len()
+    );
     Ok(())
 }
 
@@ -382,6 +430,13 @@ impl Run {
             .args(extra)
             .env_remove("RUST_BACKTRACE")
             .env_remove("RUST_LIB_BACKTRACE");
+        if testcluster::steps::parse(bin).is_some_and(|step| step.flow.is_some()) {
+            // The flow of the run, for the chapter's replay (recordings.rs).
+            let trace = recordings::trace_path(namespace);
+            std::fs::create_dir_all(trace.parent().unwrap_or(Path::new(".")))?;
+            std::fs::write(&trace, "").with_context(|| format!("emptying {}", trace.display()))?;
+            command.env(sample_controller::flow::ENV, trace);
+        }
         let process = harness::Process::spawn(bin, command)
             .with_context(|| format!("starting {bin} (run `cargo build --bins`)"))?
             .with_wait(WAIT);

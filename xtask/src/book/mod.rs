@@ -32,6 +32,7 @@
 mod capture;
 mod check;
 mod fresh;
+mod recordings;
 mod runit;
 mod scenarios;
 mod tools;

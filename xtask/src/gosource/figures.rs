@@ -14,7 +14,9 @@
 //! - `500 rss step8/go` (and `step7/go`, `step8/step7`): a peak-memory ratio;
 //! - `500 json`, `managed`, `managed-share`, `cached`, `cached-share`: the
 //!   listed objects' size, their managedFields and what step 8 caches;
-//! - `loc step7`, `loc step8`: lines of code.
+//! - `loc step7`, `loc step8`: lines of code;
+//! - `500 step8 flow-off`, `flow-on`, `flow-ratio`, `flow-lines`: the
+//!   table of the flow off and on (`--subjects …,step8-flow`).
 //!
 //! The capture of `cargo xtask first-build` (`first-build`) has, for a
 //! target (`step-1`, `bins`) and a revision (`HEAD`, or the commit before the
@@ -30,6 +32,14 @@
 //! blocks`; for the first frame of an allocation site (without
 //! `::{{closure}}`), `site NAME sizes` (the average block sizes of its
 //! sites, largest site first).
+//!
+//! A flow recording (`flow/step-8`: `book/src/outputs/flow/step-8.jsonl`,
+//! the `{{#flow}}` a chapter replays) has `syncs` (the syncs that ended),
+//! `quiet-syncs` (those that sent no request), `failed-syncs`, `triggers`
+//! (keys handed to the queue: `add` and `merge`), `merged`, `ignored` (the
+//! handlers' `ignore` lines), `requests` (API requests of syncs), and
+//! `wait median`, `wait max`: from a key's `add` to the `take` that starts
+//! its sync, in ms.
 //!
 //! An unknown RUN or KEY fails the build with the page, the line and the
 //! keys the run has.
@@ -58,7 +68,12 @@ pub(super) fn expand(page_name: &str, page: &str, src: &Path) -> Result<String> 
     super::replace_directives(page_name, page, DIRECTIVE, |inside, line| {
         let (run, key) = inside.split_once(' ').unwrap_or((inside, ""));
         if !runs.contains_key(run) {
-            let path = src.join("outputs").join(format!("{run}.txt"));
+            let extension = if run.starts_with("flow/") {
+                "jsonl"
+            } else {
+                "txt"
+            };
+            let path = src.join("outputs").join(format!("{run}.{extension}"));
             let text = std::fs::read_to_string(&path).with_context(|| {
                 format!(
                     "{page_name}:{line}: {{{{#figure {inside}}}}}: reading {}",
@@ -114,13 +129,100 @@ fn with_spread(cell: &str) -> (String, Option<(String, String)>) {
 /// `cargo xtask heap-profile` wrote, told apart by their first line, or
 /// else what `cargo xtask bench` wrote.
 fn figures(text: &str) -> BTreeMap<String, String> {
-    if text.starts_with("Cold `cargo build`") {
+    if text.starts_with('{') {
+        flow_figures(text)
+    } else if text.starts_with("Cold `cargo build`") {
         first_build_figures(text)
     } else if text.starts_with("Step 8 under dhat") {
         heap_figures(text)
     } else {
         bench_figures(text)
     }
+}
+
+/// Every figure of a flow recording (src/flow.rs has its fields), by key.
+fn flow_figures(text: &str) -> BTreeMap<String, String> {
+    use serde_json::Value;
+    let lines: Vec<serde_json::Map<String, Value>> = text
+        .lines()
+        .filter_map(|line| match serde_json::from_str(line) {
+            Ok(Value::Object(fields)) => Some(fields),
+            _ => None,
+        })
+        .collect();
+    let text_of = |line: &serde_json::Map<String, Value>, name: &str| {
+        line.get(name)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
+    let is = |line: &serde_json::Map<String, Value>, lane: &str, what: &str| {
+        text_of(line, "lane") == lane && (what.is_empty() || text_of(line, "what") == what)
+    };
+    let count = |lane: &str, what: &str| lines.iter().filter(|l| is(l, lane, what)).count();
+    // Per sync (key and worker, from its start): whether it sent a request.
+    let mut running: BTreeMap<(String, String), bool> = BTreeMap::new();
+    let (mut syncs, mut quiet, mut failed) = (0, 0, 0);
+    // Per key: when it was added and not yet taken.
+    let mut added: BTreeMap<String, f64> = BTreeMap::new();
+    let mut waits: Vec<f64> = Vec::new();
+    for line in &lines {
+        let key = text_of(line, "key");
+        let worker = line.get("worker").map(Value::to_string).unwrap_or_default();
+        let t = line.get("t").and_then(Value::as_f64).unwrap_or_default();
+        if is(line, "worker", "start") {
+            running.insert((key, worker), false);
+        } else if is(line, "api", "") {
+            if let Some(sent) = running.get_mut(&(key, worker)) {
+                *sent = true;
+            }
+        } else if is(line, "worker", "end") {
+            syncs += 1;
+            if text_of(line, "outcome") != "ok" {
+                failed += 1;
+            }
+            if running.remove(&(key, worker)) == Some(false) {
+                quiet += 1;
+            }
+        } else if is(line, "queue", "add") {
+            added.entry(key).or_insert(t);
+        } else if is(line, "queue", "take") {
+            if let Some(since) = added.remove(&key) {
+                waits.push((t - since) * 1000.0);
+            }
+        } else if is(line, "queue", "drop") {
+            added.remove(&key);
+        }
+    }
+    let mut found = BTreeMap::new();
+    found.insert("syncs".into(), syncs.to_string());
+    found.insert("quiet-syncs".into(), quiet.to_string());
+    found.insert("failed-syncs".into(), failed.to_string());
+    found.insert(
+        "triggers".into(),
+        (count("queue", "add") + count("queue", "merge")).to_string(),
+    );
+    found.insert("merged".into(), count("queue", "merge").to_string());
+    found.insert("ignored".into(), count("handler", "ignore").to_string());
+    let requests = lines
+        .iter()
+        .filter(|l| is(l, "api", "") && l.contains_key("worker"))
+        .count();
+    found.insert("requests".into(), requests.to_string());
+    waits.sort_by(f64::total_cmp);
+    if let (Some(max), false) = (waits.last(), waits.is_empty()) {
+        let median = waits[waits.len() / 2];
+        let shown = |ms: f64| {
+            if ms < 10.0 {
+                format!("{ms:.1} ms")
+            } else {
+                format!("{ms:.0} ms")
+            }
+        };
+        found.insert("wait median".into(), shown(median));
+        found.insert("wait max".into(), shown(*max));
+    }
+    found
 }
 
 /// Every figure of a capture `cargo xtask bench` wrote (`report` in
@@ -159,6 +261,17 @@ fn bench_figures(text: &str) -> BTreeMap<String, String> {
             }
             put(format!("{n} {who} writes"), &with_spread(cells[7]).0);
             put(format!("{n} {who} idle"), cells[8]);
+        } else if cells.len() == 8
+            && cells[1].chars().all(|c| c.is_ascii_digit())
+            && !cells[1].is_empty()
+            && let Some(who) = subject(cells[2])
+        {
+            // The flow off and on (`flow_report` in bench.rs).
+            let n = cells[1];
+            put(format!("{n} {who} flow-off"), &with_spread(cells[3]).0);
+            put(format!("{n} {who} flow-on"), &with_spread(cells[4]).0);
+            put(format!("{n} {who} flow-ratio"), cells[5]);
+            put(format!("{n} {who} flow-lines"), cells[6]);
         } else if let Some(rest) = line.strip_prefix("Peak RSS at ") {
             let Some((n, ratios)) = rest.split_once(" Foos, medians: ") else {
                 continue;
@@ -363,6 +476,41 @@ fn heap_figures(text: &str) -> BTreeMap<String, String> {
 mod tests {
     use super::*;
 
+    #[test]
+    fn a_flow_recording_counts_its_syncs_and_the_wait_from_trigger_to_sync() {
+        let trace = [
+            r#"{"t":1.0,"lane":"queue","what":"add","key":"ns/a"}"#,
+            r#"{"t":1.001,"lane":"queue","what":"merge","key":"ns/a"}"#,
+            r#"{"t":1.004,"lane":"queue","what":"take","key":"ns/a","worker":0}"#,
+            r#"{"t":1.004,"lane":"worker","what":"start","key":"ns/a","worker":0}"#,
+            r#"{"t":1.01,"lane":"api","what":"create","method":"POST","resource":"deployments","key":"ns/a","worker":0,"code":201}"#,
+            r#"{"t":1.02,"lane":"worker","what":"end","key":"ns/a","worker":0,"outcome":"ok","ms":16}"#,
+            r#"{"t":2.0,"lane":"handler","what":"ignore","resource":"deployments","object":"ns/d","reason":"x"}"#,
+            r#"{"t":3.0,"lane":"queue","what":"add","key":"ns/a"}"#,
+            r#"{"t":3.1,"lane":"queue","what":"take","key":"ns/a","worker":1}"#,
+            r#"{"t":3.1,"lane":"worker","what":"start","key":"ns/a","worker":1}"#,
+            r#"{"t":3.11,"lane":"worker","what":"end","key":"ns/a","worker":1,"outcome":"error","ms":1}"#,
+        ]
+        .join("\n");
+        let found = figures(&trace);
+        let get = |key: &str| found.get(key).map(String::as_str);
+        assert_eq!(get("syncs"), Some("2"));
+        assert_eq!(get("quiet-syncs"), Some("1"), "the second sent nothing");
+        assert_eq!(get("failed-syncs"), Some("1"));
+        assert_eq!(get("triggers"), Some("3"));
+        assert_eq!(get("merged"), Some("1"));
+        assert_eq!(get("ignored"), Some("1"));
+        assert_eq!(get("requests"), Some("1"));
+        assert_eq!(get("wait median"), Some("100 ms"));
+        assert_eq!(get("wait max"), Some("100 ms"));
+        let mut waits = trace.lines().take(3).collect::<Vec<_>>().join("\n");
+        waits.push('\n');
+        assert_eq!(
+            figures(&waits).get("wait median").map(String::as_str),
+            Some("4.0 ms")
+        );
+    }
+
     /// The shape `report` in `xtask/src/bench.rs` writes, cut down.
     const RUN: &str = "\
 | Foos | Subject | Converged in | vs Go | vs floor | Peak RSS | API writes | Idle writes (300 s) |
@@ -370,6 +518,12 @@ mod tests {
 | 500 | Go sample-controller | 100.5 s (100.2–101.2) |  |  | 37.3 MiB (37.1–37.6) | 3230 (3224–3246) | - |
 | 500 | Rust step 8 (kube-rs way) | 5.3 s (5.2–6.2) | 0.05 | 1.47 | 18.4 MiB (18.2–18.4) | 2102 (2094–2122) | 0 |
 | 500 | floor (necessary requests only) | 3.6 s |  |  | 23.8 MiB | 2051 | - |
+
+The flow off and on: each Rust step run again right after its run above, with SAMPLE_CONTROLLER_FLOW naming a file (src/flow.rs); medians, lowest and highest in brackets:
+
+| Foos | Step | Flow off | Flow on | on / off | Flow lines |
+|---:|---|---:|---:|---:|---:|
+| 500 | step 8 | 5.3 s (5.2–6.2) | 5.5 s (5.3–5.9) | 1.04 | 9120 |
 
 Peak RSS at 500 Foos, medians: step 7/Go = 0.70, step 8/Go = 0.49, step 8/step 7 = 0.71.
 
@@ -417,6 +571,10 @@ Lines of code (non-blank, non-comment, without tests):
             ("loc step8", "561"),
             ("500 go PUT foos/status", "512"),
             ("500 step8 POST deployments", "505"),
+            ("500 step8 flow-off", "5.3 s"),
+            ("500 step8 flow-on", "5.5 s"),
+            ("500 step8 flow-ratio", "1.04"),
+            ("500 step8 flow-lines", "9120"),
         ] {
             assert_eq!(f.get(key).map(String::as_str), Some(value), "{key}");
         }

@@ -1,0 +1,356 @@
+//! The flow recordings the step chapters replay (`{{#flow NAME}}`): the
+//! lines a step writes with `SAMPLE_CONTROLLER_FLOW` set (src/flow.rs),
+//! during the very run whose transcript is its chapter's capture, so the
+//! replay and the text show the same run.
+//!
+//! `cargo xtask book outputs` runs each step with the variable pointing at
+//! `target/flow-captures/NAMESPACE.jsonl` ([`trace_path`]) and copies the
+//! trace to `book/src/outputs/flow/NAME.jsonl` ([`record`]) once it shows
+//! what the chapter says it shows ([`SHOWS`]). With `--check`, a new
+//! recording is compared with the committed one by shape ([`differences`]),
+//! as the captures are (fresh.rs).
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::LazyLock;
+
+use anyhow::{Context, Result, ensure};
+use regex::Regex;
+use serde_json::{Map, Value};
+
+use super::rel;
+
+/// The recordings' directory, under `book/src/outputs`.
+pub(super) const DIR: &str = "flow";
+
+/// Where a step run in namespace `ns` writes its flow during `outputs`.
+pub(super) fn trace_path(ns: &str) -> PathBuf {
+    crate::repo_root()
+        .join("target/flow-captures")
+        .join(format!("{ns}.jsonl"))
+}
+
+/// What each recording must show, as (shape, what its chapter says it
+/// shows): a line of that shape must be in it ([`shape`]). A scenario that
+/// no longer makes it happen fails the recording, not the reader.
+const SHOWS: &[(&str, &str, &str)] = &[
+    (
+        "step-3",
+        "watch resync foos book-step3/watched",
+        "the resync replaying the Foo",
+    ),
+    (
+        "step-3",
+        "handler ignore deployments book-step3/unowned reason=no controller owner reference",
+        "the foreign Deployment ignored",
+    ),
+    (
+        "step-4",
+        "queue requeue book-step4/flaky",
+        "the failed sync requeued",
+    ),
+    (
+        "step-4",
+        "worker end book-step4/flaky outcome=error",
+        "a failed sync",
+    ),
+    (
+        "step-5",
+        "api create POST deployments code=201",
+        "the Deployment created",
+    ),
+    (
+        "step-5",
+        "worker end book-step5/squatter outcome=error",
+        "the refusal",
+    ),
+    (
+        "step-5",
+        "queue requeue book-step5/squatter",
+        "the refused Foo backing off",
+    ),
+    (
+        "step-6",
+        "api replace_status PUT foos/status code=200",
+        "the status written",
+    ),
+    (
+        "step-7",
+        "watch resync foos book-step7/good",
+        "the 30 s resync",
+    ),
+    (
+        "step-7",
+        "event Normal book-step7/good reason=Synced",
+        "the Synced Event",
+    ),
+    (
+        "step-8",
+        "note queue",
+        "what kube's scheduler does not show",
+    ),
+    (
+        "step-8",
+        "handler ignore deployments book-step8/good-nginx reason=nothing a reconcile reads changed",
+        "a Deployment status change ignored",
+    ),
+    (
+        "step-8",
+        "queue requeue book-step8/blocked",
+        "the refused Foo backing off",
+    ),
+];
+
+/// A flow line with what varies between runs left out: its lane and `what`,
+/// the key it is about, and the fields that say what happened (resource,
+/// request, status code, outcome, reason). Not its time, resourceVersion,
+/// duration, worker number or delay: those change from run to run.
+pub(super) fn shape(line: &Map<String, Value>) -> String {
+    let text = |name: &str| match line.get(name) {
+        Some(Value::String(s)) => s.clone(),
+        Some(other) => other.to_string(),
+        None => String::new(),
+    };
+    let mut parts = vec![text("lane"), text("what")];
+    match text("lane").as_str() {
+        "watch" => parts.extend([text("resource"), text("key")]),
+        "handler" => {
+            parts.extend([text("resource"), text("object")]);
+            if line.contains_key("reason") {
+                parts.push(format!("reason={}", text("reason")));
+            }
+        }
+        "queue" => parts.push(text("key")),
+        "worker" if text("what") == "end" => {
+            parts.extend([text("key"), format!("outcome={}", text("outcome"))]);
+        }
+        "worker" => parts.push(text("key")),
+        "api" => {
+            let resource = [text("resource"), text("subresource")]
+                .into_iter()
+                .filter(|s| !s.is_empty())
+                .collect::<Vec<_>>()
+                .join("/");
+            parts.extend([text("method"), resource]);
+            parts.push(match line.get("code") {
+                Some(code) => format!("code={code}"),
+                None => "no answer".into(),
+            });
+        }
+        "event" => parts.extend([text("key"), format!("reason={}", text("reason"))]),
+        _ => {}
+    }
+    parts.retain(|p| !p.is_empty());
+    parts.join(" ")
+}
+
+/// The lines of a trace as JSON objects; an error names the first line
+/// that is not one.
+fn parse(name: &str, trace: &str) -> Result<Vec<Map<String, Value>>> {
+    trace
+        .lines()
+        .enumerate()
+        .map(|(n, line)| match serde_json::from_str(line) {
+            Ok(Value::Object(fields)) => Ok(fields),
+            _ => anyhow::bail!("{name}: line {} is not a JSON object: {line}", n + 1),
+        })
+        .collect()
+}
+
+/// The shapes of a trace's lines, as a set.
+fn shapes(name: &str, trace: &str) -> Result<BTreeSet<String>> {
+    Ok(parse(name, trace)?
+        .iter()
+        .map(shape)
+        .filter(|s| !may_appear(name, s))
+        .collect())
+}
+
+/// Lines that a race decides, in a recording: (recording or `*` for
+/// all, pattern on the line's shape, why).
+const MAY_APPEAR: &[(&str, &str, &str)] = &[
+    (
+        "*",
+        r"^queue merge ",
+        "whether a second change arrives while the key still waits depends on timing",
+    ),
+    (
+        "step-8",
+        r"^handler ignore deployments \S+ reason=nothing a reconcile reads changed$",
+        "how many status updates kube-controller-manager makes while a Deployment rolls out, and so whether one changes nothing step 8 reads",
+    ),
+    (
+        "*",
+        r"^api (replace_status PUT foos/status|create POST deployments) code=409$",
+        "a sync that starts before the cache has its own last write: a stale resourceVersion, or a Deployment just created (step-6.md says so)",
+    ),
+    (
+        "*",
+        r"^worker end \S+ outcome=error$",
+        "a sync that fails on one of the races above; the failures a chapter shows are in SHOWS",
+    ),
+    (
+        "*",
+        r"^queue requeue ",
+        "the retry after a failure; the ones a chapter shows are in SHOWS",
+    ),
+];
+
+/// The patterns of [`MAY_APPEAR`], compiled.
+static MAY_APPEAR_PATTERNS: LazyLock<Vec<(&'static str, Regex)>> = LazyLock::new(|| {
+    MAY_APPEAR
+        .iter()
+        .map(|(recording, pattern, _)| (*recording, Regex::new(pattern).expect("a valid pattern")))
+        .collect()
+});
+
+/// Whether a line of this shape may or may not be in recording `name`.
+fn may_appear(name: &str, shape: &str) -> bool {
+    MAY_APPEAR_PATTERNS.iter().any(|(recording, pattern)| {
+        (*recording == "*" || *recording == name) && pattern.is_match(shape)
+    })
+}
+
+/// Copies the trace of the run in namespace `ns` to `out/flow/NAME.jsonl`,
+/// after checking that it shows what [`SHOWS`] lists for `name`.
+pub(super) fn record(out: &Path, name: &str, ns: &str) -> Result<()> {
+    let from = trace_path(ns);
+    let trace = std::fs::read_to_string(&from)
+        .with_context(|| format!("reading the flow of {name}'s run, {}", rel(&from)))?;
+    let lines = parse(name, &trace)?;
+    let all: BTreeSet<String> = lines.iter().map(shape).collect();
+    let missing: Vec<String> = SHOWS
+        .iter()
+        .filter(|(recording, shape, _)| *recording == name && !all.contains(*shape))
+        .map(|(_, shape, what)| format!("{what} (a line `{shape}`)"))
+        .collect();
+    ensure!(
+        missing.is_empty(),
+        "the flow of {name}'s run does not show {}; it is in {}",
+        missing.join(", "),
+        rel(&from)
+    );
+    let dir = out.join(DIR);
+    std::fs::create_dir_all(&dir)?;
+    let path = dir.join(format!("{name}.jsonl"));
+    std::fs::write(&path, &trace).with_context(|| format!("writing {}", rel(&path)))?;
+    println!("    wrote {} ({} lines)", rel(&path), lines.len());
+    Ok(())
+}
+
+/// What a new recording says that the committed one does not, or the other
+/// way round, by shape; `None` if they show the same.
+pub(super) fn differences(name: &str, committed: &str, fresh: &str) -> Result<Option<String>> {
+    let (was, now) = (shapes(name, committed)?, shapes(name, fresh)?);
+    let mut report = Vec::new();
+    for gone in was.difference(&now) {
+        report.push(format!("  - {gone}"));
+    }
+    for new in now.difference(&was) {
+        report.push(format!("  + {new}"));
+    }
+    Ok((!report.is_empty()).then(|| {
+        format!(
+            "flow lines only in the committed recording (-) or only in the new run (+), by shape:\n{}",
+            report.join("\n")
+        )
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(json: &str) -> Map<String, Value> {
+        serde_json::from_str(json).unwrap()
+    }
+
+    #[test]
+    fn a_shape_keeps_what_happened_and_drops_what_varies() {
+        let a = line(
+            r#"{"t":1.5,"lane":"api","what":"create","method":"POST","namespace":"ns","resource":"deployments","key":"ns/a","worker":1,"code":201,"ms":3.2}"#,
+        );
+        let b = line(
+            r#"{"t":9.1,"lane":"api","what":"create","method":"POST","namespace":"ns","resource":"deployments","key":"ns/a","worker":0,"code":201,"ms":7.0}"#,
+        );
+        assert_eq!(shape(&a), "api create POST deployments code=201");
+        assert_eq!(shape(&a), shape(&b));
+        let refused = line(
+            r#"{"t":1,"lane":"handler","what":"ignore","resource":"deployments","object":"ns/d","reason":"not controlled by a Foo"}"#,
+        );
+        assert_eq!(
+            shape(&refused),
+            "handler ignore deployments ns/d reason=not controlled by a Foo"
+        );
+        let watch = line(
+            r#"{"t":1,"lane":"watch","what":"update","resource":"foos","key":"ns/a","rv":"12"}"#,
+        );
+        assert_eq!(shape(&watch), "watch update foos ns/a");
+    }
+
+    #[test]
+    fn a_recording_that_lost_a_kind_of_line_is_stale_and_a_race_is_not() {
+        let committed = concat!(
+            r#"{"t":0.1,"lane":"queue","what":"add","key":"ns/a"}"#,
+            "\n",
+            r#"{"t":0.2,"lane":"event","what":"Normal","key":"ns/a","reason":"Synced","note":"x"}"#,
+            "\n",
+        );
+        let same = concat!(
+            r#"{"t":0.3,"lane":"queue","what":"add","key":"ns/a"}"#,
+            "\n",
+            r#"{"t":0.3,"lane":"queue","what":"merge","key":"ns/a"}"#,
+            "\n",
+            r#"{"t":0.5,"lane":"event","what":"Normal","key":"ns/a","reason":"Synced","note":"y"}"#,
+            "\n",
+        );
+        assert_eq!(differences("step-5", committed, same).unwrap(), None);
+        let reworded = committed.replace("Synced", "SyncedOK");
+        let report = differences("step-5", committed, &reworded)
+            .unwrap()
+            .unwrap();
+        assert!(
+            report.contains("- event Normal ns/a reason=Synced"),
+            "{report}"
+        );
+        assert!(
+            report.contains("+ event Normal ns/a reason=SyncedOK"),
+            "{report}"
+        );
+        assert!(differences("step-5", committed, "not json\n").is_err());
+    }
+
+    #[test]
+    fn a_recording_must_show_what_its_chapter_says() {
+        let dir = std::env::temp_dir().join(format!("recordings-{}", std::process::id()));
+        let ns = format!("recording-test-{}", std::process::id());
+        let trace = trace_path(&ns);
+        std::fs::create_dir_all(trace.parent().unwrap()).unwrap();
+        // step 4's run without its requeue.
+        std::fs::write(
+            &trace,
+            concat!(
+                r#"{"t":0.1,"lane":"worker","what":"end","key":"book-step4/flaky","worker":0,"outcome":"error","error":"x","ms":1}"#,
+                "\n"
+            ),
+        )
+        .unwrap();
+        let err = record(&dir, "step-4", &ns).unwrap_err().to_string();
+        assert!(err.contains("the failed sync requeued"), "{err}");
+        assert!(!dir.join("flow/step-4.jsonl").exists());
+        std::fs::write(
+            &trace,
+            concat!(
+                r#"{"t":0.1,"lane":"worker","what":"end","key":"book-step4/flaky","worker":0,"outcome":"error","error":"x","ms":1}"#,
+                "\n",
+                r#"{"t":0.2,"lane":"queue","what":"requeue","key":"book-step4/flaky","delay_ms":5,"requeues":1}"#,
+                "\n"
+            ),
+        )
+        .unwrap();
+        record(&dir, "step-4", &ns).unwrap();
+        assert!(dir.join("flow/step-4.jsonl").is_file());
+        std::fs::remove_dir_all(&dir).unwrap();
+        std::fs::remove_file(&trace).unwrap();
+    }
+}
