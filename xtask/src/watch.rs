@@ -68,14 +68,23 @@ pub async fn watch(args: WatchArgs) -> Result<()> {
         .with_context(|| format!("{:?} is not a step: give step-3 to step-8", args.step))?;
     let step = testcluster::steps::step(number)
         .with_context(|| format!("there is no step {number}: give step-3 to step-8"))?;
-    match number {
-        1 | 2 => bail!(
+    if number < 3 {
+        bail!(
             "step {number} lists and caches but queues nothing, so it has no flow to draw: \
              start with step 3 (its handlers)"
-        ),
-        _ => {}
+        );
     }
     let root = crate::repo_root();
+    // The port first: a second `cargo xtask watch` fails at once, not after a build.
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", args.port))
+        .await
+        .with_context(|| {
+            format!(
+                "cannot listen on 127.0.0.1:{}: is another `cargo xtask watch` running? \
+                 (--port picks another)",
+                args.port
+            )
+        })?;
 
     // A cluster: the learner's, or ours.
     let (client, own) = match existing_cluster().await {
@@ -111,16 +120,6 @@ pub async fn watch(args: WatchArgs) -> Result<()> {
         .join(format!("{}.jsonl", step.binary));
     std::fs::create_dir_all(trace.parent().unwrap_or(&root))?;
     std::fs::write(&trace, "").with_context(|| format!("emptying {}", trace.display()))?;
-
-    let listener = tokio::net::TcpListener::bind(("127.0.0.1", args.port))
-        .await
-        .with_context(|| {
-            format!(
-                "cannot listen on 127.0.0.1:{}: is another `cargo xtask watch` running? \
-                 (--port picks another)",
-                args.port
-            )
-        })?;
 
     let mut command = tokio::process::Command::new(root.join("target/debug").join(step.binary));
     command
