@@ -66,22 +66,9 @@ async fn a_foo_flows_from_its_watch_event_through_the_queue_to_its_writes_and_ev
     let (cp, client) = cluster().await;
     let ns = namespace(&client, "flow").await;
     let dir = tempfile_dir("flow");
-    let trace = dir.join("step-7.jsonl");
-    let mut step = Step::start_program_with_env(
-        "step-7",
-        Path::new(&step_binary("step-7")),
-        &[
-            "--kubeconfig".into(),
-            cp.kubeconfig_path().display().to_string(),
-            "--namespace".into(),
-            ns.clone(),
-        ],
-        // Asking for the flow target on stderr too must not put it there.
-        &[
-            ("SAMPLE_CONTROLLER_FLOW", trace.to_str().unwrap()),
-            ("RUST_LOG", "info,flow=trace"),
-        ],
-    );
+    // Asking for the flow target on stderr too must not put it there.
+    let (mut step, trace) =
+        start_traced(&cp, &ns, "step-7", &dir, &[("RUST_LOG", "info,flow=trace")]);
     step.expect(&["Starting workers"]).await;
 
     create_foo(&client, &ns, "traced", "traced-nginx", Some(1)).await;
@@ -167,18 +154,7 @@ async fn step_8_maps_kubes_controller_onto_the_same_lines_and_says_what_it_canno
     let (cp, client) = cluster().await;
     let ns = namespace(&client, "flow8").await;
     let dir = tempfile_dir("flow8");
-    let trace = dir.join("step-8.jsonl");
-    let mut step = Step::start_program_with_env(
-        "step-8",
-        Path::new(&step_binary("step-8")),
-        &[
-            "--kubeconfig".into(),
-            cp.kubeconfig_path().display().to_string(),
-            "--namespace".into(),
-            ns.clone(),
-        ],
-        &[("SAMPLE_CONTROLLER_FLOW", trace.to_str().unwrap())],
-    );
+    let (mut step, trace) = start_traced(&cp, &ns, "step-8", &dir, &[]);
     step.expect(&["Starting workers"]).await;
     // Its first line past the startup requests says that kube's scheduler
     // is not observable.
@@ -282,6 +258,32 @@ async fn step_8_maps_kubes_controller_onto_the_same_lines_and_says_what_it_canno
     let (status, output) = step.terminate().await;
     assert!(status.success(), "{output}");
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Starts step `binary` on `ns` with its flow going to `dir/BINARY.jsonl`
+/// and the variables `env` besides; the step and the flow's path.
+fn start_traced(
+    cp: &testcluster::ControlPlane,
+    ns: &str,
+    binary: &str,
+    dir: &Path,
+    env: &[(&str, &str)],
+) -> (Step, std::path::PathBuf) {
+    let trace = dir.join(format!("{binary}.jsonl"));
+    let mut vars = vec![("SAMPLE_CONTROLLER_FLOW", trace.to_str().unwrap())];
+    vars.extend_from_slice(env);
+    let step = Step::start_program_with_env(
+        binary,
+        Path::new(&step_binary(binary)),
+        &[
+            "--kubeconfig".into(),
+            cp.kubeconfig_path().display().to_string(),
+            "--namespace".into(),
+            ns.to_string(),
+        ],
+        &vars,
+    );
+    (step, trace)
 }
 
 /// A fresh directory under the target directory's tmp.
