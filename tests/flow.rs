@@ -68,7 +68,7 @@ async fn a_foo_flows_from_its_watch_event_through_the_queue_to_its_writes_and_ev
     let dir = tempfile_dir("flow");
     // Asking for the flow target on stderr too must not put it there.
     let (mut step, trace) =
-        start_traced(&cp, &ns, "step-7", &dir, &[("RUST_LOG", "info,flow=trace")]);
+        start_traced(cp, &ns, "step-7", &dir, &[("RUST_LOG", "info,flow=trace")]);
     step.expect(&["Starting workers"]).await;
 
     create_foo(&client, &ns, "traced", "traced-nginx", Some(1)).await;
@@ -154,7 +154,7 @@ async fn step_8_maps_kubes_controller_onto_the_same_lines_and_says_what_it_canno
     let (cp, client) = cluster().await;
     let ns = namespace(&client, "flow8").await;
     let dir = tempfile_dir("flow8");
-    let (mut step, trace) = start_traced(&cp, &ns, "step-8", &dir, &[]);
+    let (mut step, trace) = start_traced(cp, &ns, "step-8", &dir, &[]);
     step.expect(&["Starting workers"]).await;
     // Its first line past the startup requests says that kube's scheduler
     // is not observable.
