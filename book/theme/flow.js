@@ -129,6 +129,7 @@
         // happened last, newest first.
         const state = el("div", "flow-lane-state");
         const log = el("div", "flow-lane-log");
+        log.append(el("div", "flow-empty", "nothing yet"));
         lane.append(head, state, log);
         grid.append(lane);
         this.lanes[name] = { state, log };
@@ -173,6 +174,8 @@
       card.title = JSON.stringify(line);
       const lane = this.lanes[line.lane] && this.lanes[line.lane].log;
       if (lane) {
+        const empty = lane.querySelector(".flow-empty");
+        if (empty) empty.remove();
         lane.prepend(card);
         while (lane.children.length > RECENT) lane.lastChild.remove();
       }

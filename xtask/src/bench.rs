@@ -1017,9 +1017,11 @@ fn flow_report(out: &mut String, sizes: &[usize], results: &Results) {
     if pairs.is_empty() {
         return;
     }
+    // The anchor lets a page include this table alone (`FILE:flow`).
+    let _ = writeln!(out, "\n<!-- ANCHOR: flow -->");
     let _ = writeln!(
         out,
-        "\nThe flow off and on: each Rust step run again right after its run above, with \
+        "The flow off and on: each Rust step run again right after its run above, with \
          SAMPLE_CONTROLLER_FLOW naming a file (src/flow.rs); medians, lowest and highest in \
          brackets:\n"
     );
@@ -1057,6 +1059,7 @@ fn flow_report(out: &mut String, sizes: &[usize], results: &Results) {
             shown(on)
         );
     }
+    let _ = writeln!(out, "<!-- ANCHOR_END: flow -->");
 }
 
 /// A horizontal bar chart of convergence times, as SVG: each bar the

@@ -15,8 +15,9 @@
 //! - `500 json`, `managed`, `managed-share`, `cached`, `cached-share`: the
 //!   listed objects' size, their managedFields and what step 8 caches;
 //! - `loc step7`, `loc step8`: lines of code;
-//! - `500 step8 flow-off`, `flow-on`, `flow-ratio`, `flow-lines`: the
-//!   table of the flow off and on (`--subjects …,step8-flow`).
+//! - `500 step8 flow-off`, `flow-on` (with `-fastest`, `-slowest`),
+//!   `flow-ratio`, `flow-lines`: the table of the flow off and on
+//!   (`--subjects …,step8-flow`).
 //!
 //! The capture of `cargo xtask first-build` (`first-build`) has, for a
 //! target (`step-1`, `bins`) and a revision (`HEAD`, or the commit before the
@@ -268,8 +269,14 @@ fn bench_figures(text: &str) -> BTreeMap<String, String> {
         {
             // The flow off and on (`flow_report` in bench.rs).
             let n = cells[1];
-            put(format!("{n} {who} flow-off"), &with_spread(cells[3]).0);
-            put(format!("{n} {who} flow-on"), &with_spread(cells[4]).0);
+            for (name, cell) in [("flow-off", cells[3]), ("flow-on", cells[4])] {
+                let (mid, spread) = with_spread(cell);
+                put(format!("{n} {who} {name}"), &mid);
+                if let Some((lo, hi)) = spread {
+                    put(format!("{n} {who} {name}-fastest"), &lo);
+                    put(format!("{n} {who} {name}-slowest"), &hi);
+                }
+            }
             put(format!("{n} {who} flow-ratio"), cells[5]);
             put(format!("{n} {who} flow-lines"), cells[6]);
         } else if let Some(rest) = line.strip_prefix("Peak RSS at ") {
@@ -573,6 +580,8 @@ Lines of code (non-blank, non-comment, without tests):
             ("500 step8 POST deployments", "505"),
             ("500 step8 flow-off", "5.3 s"),
             ("500 step8 flow-on", "5.5 s"),
+            ("500 step8 flow-off-fastest", "5.2 s"),
+            ("500 step8 flow-on-slowest", "5.9 s"),
             ("500 step8 flow-ratio", "1.04"),
             ("500 step8 flow-lines", "9120"),
         ] {
