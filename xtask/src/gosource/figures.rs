@@ -2,7 +2,8 @@
 //! from that run's capture when the book is built, so that the prose around
 //! a table says what the table says, and a new run changes both.
 //!
-//! RUN is a capture `cargo xtask bench` wrote (`performance`, `idle-writes`:
+//! RUN is a capture `cargo xtask bench` wrote (`performance`, `idle-writes`,
+//! `flow-overhead`:
 //! `book/src/outputs/RUN.txt`). KEY names one figure of it:
 //!
 //! - `500 step8 converged` (`5.3 s`), `fastest`, `slowest`, `vs-go`,
