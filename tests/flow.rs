@@ -111,26 +111,11 @@ async fn a_foo_flows_from_its_watch_event_through_the_queue_to_its_writes_and_ev
 
     // A Deployment of that name made by someone else: refused, retried with
     // a growing backoff, each retry's line saying how long and how many.
-    create_foreign_deployment(&client, &ns, "taken-name").await;
-    create_foo(&client, &ns, "refused", "taken-name", Some(1)).await;
-    let refused = format!("{ns}/refused");
-    let found = flows(
-        &trace,
-        &[
-            serde_json::json!({"lane": "handler", "what": "ignore", "resource": "deployments", "object": format!("{ns}/taken-name")}),
-            serde_json::json!({"lane": "event", "what": "Warning", "reason": "ErrResourceExists", "key": refused}),
-            serde_json::json!({"lane": "worker", "what": "end", "outcome": "error", "key": refused}),
-            serde_json::json!({"lane": "queue", "what": "requeue", "key": refused, "requeues": 1}),
-            serde_json::json!({"lane": "queue", "what": "requeue", "key": refused, "requeues": 2}),
-            serde_json::json!({"lane": "queue", "what": "requeue", "key": refused, "requeues": 3}),
-        ],
-    )
-    .await;
-    let delays: Vec<u64> = found[3..]
-        .iter()
-        .map(|l| l["delay_ms"].as_u64().unwrap())
-        .collect();
-    assert_eq!(delays, [5, 10, 20], "Go's 5 ms · 2^n");
+    let refused_by = serde_json::json!({
+        "lane": "handler", "what": "ignore", "resource": "deployments",
+        "object": format!("{ns}/taken-name")
+    });
+    let found = refused_with_backoff(&client, &ns, &trace, refused_by).await;
     assert!(
         found[2]["error"]
             .as_str()
@@ -225,26 +210,11 @@ async fn step_8_maps_kubes_controller_onto_the_same_lines_and_says_what_it_canno
 
     // Someone else's Deployment of that name: refused, requeued by the error
     // policy with Go's growing delay.
-    create_foreign_deployment(&client, &ns, "taken-name").await;
-    create_foo(&client, &ns, "refused", "taken-name", Some(1)).await;
     let refused = format!("{ns}/refused");
-    let found = flows(
-        &trace,
-        &[
-            serde_json::json!({"lane": "handler", "what": "enqueue", "resource": "foos", "key": refused}),
-            serde_json::json!({"lane": "event", "what": "Warning", "reason": "ErrResourceExists", "key": refused}),
-            serde_json::json!({"lane": "worker", "what": "end", "outcome": "error", "key": refused}),
-            serde_json::json!({"lane": "queue", "what": "requeue", "key": refused, "requeues": 1}),
-            serde_json::json!({"lane": "queue", "what": "requeue", "key": refused, "requeues": 2}),
-            serde_json::json!({"lane": "queue", "what": "requeue", "key": refused, "requeues": 3}),
-        ],
-    )
-    .await;
-    let delays: Vec<u64> = found[3..]
-        .iter()
-        .map(|l| l["delay_ms"].as_u64().unwrap())
-        .collect();
-    assert_eq!(delays, [5, 10, 20], "Go's 5 ms · 2^n");
+    let enqueued = serde_json::json!({
+        "lane": "handler", "what": "enqueue", "resource": "foos", "key": refused
+    });
+    refused_with_backoff(&client, &ns, &trace, enqueued).await;
     // A Deployment with no Foo among its owners triggers nothing.
     flows(
         &trace,
@@ -258,6 +228,39 @@ async fn step_8_maps_kubes_controller_onto_the_same_lines_and_says_what_it_canno
     let (status, output) = step.terminate().await;
     assert!(status.success(), "{output}");
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Creates a Deployment `taken-name` nobody owns and a Foo `refused` that
+/// names it, and waits for the flow to show, in order, `first`, the refusal
+/// (its Warning and the failed sync) and three requeues 5, 10 and 20 ms
+/// long; returns those lines.
+async fn refused_with_backoff(
+    client: &kube::Client,
+    ns: &str,
+    trace: &Path,
+    first: Value,
+) -> Vec<Map<String, Value>> {
+    create_foreign_deployment(client, ns, "taken-name").await;
+    create_foo(client, ns, "refused", "taken-name", Some(1)).await;
+    let refused = format!("{ns}/refused");
+    let found = flows(
+        trace,
+        &[
+            first,
+            serde_json::json!({"lane": "event", "what": "Warning", "reason": "ErrResourceExists", "key": refused}),
+            serde_json::json!({"lane": "worker", "what": "end", "outcome": "error", "key": refused}),
+            serde_json::json!({"lane": "queue", "what": "requeue", "key": refused, "requeues": 1}),
+            serde_json::json!({"lane": "queue", "what": "requeue", "key": refused, "requeues": 2}),
+            serde_json::json!({"lane": "queue", "what": "requeue", "key": refused, "requeues": 3}),
+        ],
+    )
+    .await;
+    let delays: Vec<u64> = found[3..]
+        .iter()
+        .map(|l| l["delay_ms"].as_u64().unwrap())
+        .collect();
+    assert_eq!(delays, [5, 10, 20], "Go's 5 ms · 2^n");
+    found
 }
 
 /// Starts step `binary` on `ns` with its flow going to `dir/BINARY.jsonl`

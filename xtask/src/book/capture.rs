@@ -153,31 +153,33 @@ pub(super) async fn outputs(only: &[String], check: bool) -> Result<()> {
     }
     if wanted("step-3.txt") {
         write(&out, "step-3.txt", &env, step_3(&env).await?)?;
-        recordings::record(&out, "step-3", "book-step3")?;
     }
     if wanted("step-4.txt") {
         write(&out, "step-4.txt", &env, step_4(&env).await?)?;
-        recordings::record(&out, "step-4", "book-step4")?;
     }
     if wanted("step-5.txt") {
         write(&out, "step-5.txt", &env, step_5(&env).await?)?;
-        recordings::record(&out, "step-5", "book-step5")?;
     }
     if wanted("step-6.txt") {
         write(&out, "step-6.txt", &env, step_6(&env).await?)?;
-        recordings::record(&out, "step-6", "book-step6")?;
     }
     if wanted("step-7.txt") || wanted("step-7-events.txt") {
         let (step_7, events) = timed("step-7.txt", whole_controller(&env, "step-7")).await?;
         write(&out, "step-7.txt", &env, step_7)?;
         write(&out, "step-7-events.txt", &env, events)?;
-        recordings::record(&out, "step-7", "book-step7")?;
     }
     if wanted("step-8.txt") || wanted("step-8-events.txt") {
         let (step_8, events) = timed("step-8.txt", whole_controller(&env, "step-8")).await?;
         write(&out, "step-8.txt", &env, step_8)?;
         write(&out, "step-8-events.txt", &env, events)?;
-        recordings::record(&out, "step-8", "book-step8")?;
+    }
+    // Each step's flow, as its run for its chapter's captures wrote it.
+    for step in testcluster::steps::STEPS {
+        if let Some(name) = step.flow
+            && step.captures.iter().any(|c| wanted(c))
+        {
+            recordings::record(&out, name, &step_namespace(step.binary))?;
+        }
     }
     if wanted("rbac-forbidden.txt") {
         let lines = rbac_forbidden(&env).await?;
@@ -230,60 +232,64 @@ pub(super) async fn outputs(only: &[String], check: bool) -> Result<()> {
     }
 }
 
-/// Compares each capture in `fresh` with the committed one of that name.
+/// Compares each capture in `fresh` with the committed one of that name:
+/// the transcripts as fresh.rs says, the flow recordings by shape
+/// (recordings.rs).
 fn compare(committed: &Path, fresh: &Path) -> Result<()> {
+    let files = |dir: &Path| -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .filter_map(|entry| {
+                let entry = entry.ok()?;
+                entry
+                    .path()
+                    .is_file()
+                    .then(|| entry.file_name().to_string_lossy().into_owned())
+            })
+            .collect();
+        names.sort();
+        names
+    };
+    let captures = files(fresh);
+    let flows = files(&fresh.join(recordings::DIR));
+    let mut names: Vec<String> = flows
+        .iter()
+        .map(|file| format!("{}/{file}", recordings::DIR))
+        .collect();
+    names.extend(captures.iter().cloned());
     // What is stale, and the files `outputs` writes again to fix it.
     let mut stale = Vec::new();
     let mut rerun = Vec::new();
-    let mut names: Vec<_> = std::fs::read_dir(fresh)?
-        .filter_map(|entry| {
-            let entry = entry.ok()?;
-            entry
-                .path()
-                .is_file()
-                .then(|| entry.file_name().to_string_lossy().into_owned())
-        })
-        .collect();
-    names.sort();
-    // The flow recordings, by shape (recordings.rs).
-    let flow_dir = fresh.join(recordings::DIR);
-    let mut flows: Vec<String> = match std::fs::read_dir(&flow_dir) {
-        Ok(entries) => entries
-            .filter_map(|e| Some(e.ok()?.file_name().to_string_lossy().into_owned()))
-            .collect(),
-        Err(_) => Vec::new(),
-    };
-    flows.sort();
-    for file in &flows {
-        let name = file.trim_end_matches(".jsonl");
-        let read = |dir: &Path| {
-            let path = dir.join(recordings::DIR).join(file);
-            std::fs::read_to_string(&path).with_context(|| format!("reading {}", rel(&path)))
-        };
-        let shown = format!("{}/{file}", recordings::DIR);
-        match recordings::differences(name, &read(committed)?, &read(fresh)?)? {
-            None => println!("    {shown}: current"),
-            Some(report) => {
-                println!("    {shown}: STALE\n{report}");
-                stale.push(shown);
-                let step = testcluster::steps::STEPS
-                    .iter()
-                    .find(|s| s.flow == Some(name));
-                rerun.extend(step.and_then(|s| s.captures.first()).map(|c| c.to_string()));
-            }
-        }
-    }
     for name in &names {
         let read = |dir: &Path| {
             let path = dir.join(name);
             std::fs::read_to_string(&path).with_context(|| format!("reading {}", rel(&path)))
         };
-        match super::fresh::differences(name, &read(committed)?, &read(fresh)?) {
+        let (was, now) = (read(committed)?, read(fresh)?);
+        let (report, capture) = match name.strip_prefix(&format!("{}/", recordings::DIR)) {
+            Some(file) => {
+                let recording = file.trim_end_matches(".jsonl");
+                // A recording is written by its step's first capture.
+                let step = testcluster::steps::STEPS
+                    .iter()
+                    .find(|s| s.flow == Some(recording));
+                (
+                    recordings::differences(recording, &was, &now)?,
+                    step.and_then(|s| s.captures.first()).map(|c| c.to_string()),
+                )
+            }
+            None => (
+                super::fresh::differences(name, &was, &now),
+                Some(name.clone()),
+            ),
+        };
+        match report {
             None => println!("    {name}: current"),
             Some(report) => {
                 println!("    {name}: STALE\n{report}");
                 stale.push(name.clone());
-                rerun.push(name.clone());
+                rerun.extend(capture.filter(|c| !rerun.contains(c)));
             }
         }
     }
@@ -293,14 +299,14 @@ fn compare(committed: &Path, fresh: &Path) -> Result<()> {
          Look at the differences above; if the new runs are right, write them with \
          `cargo xtask book outputs {}` (the new runs are in {})",
         stale.len(),
-        names.len() + flows.len(),
+        names.len(),
         stale.join(", "),
         rerun.join(" "),
         rel(fresh)
     );
     println!(
         "All {} captures and {} flow recordings are current.",
-        names.len(),
+        captures.len(),
         flows.len()
     );
     Ok(())
@@ -588,6 +594,12 @@ pub(super) async fn no_rbac_setup(env: &Env, ns: &str) -> Result<(PathBuf, Vec<S
         shown.push(format!("$ {line}"));
     }
     Ok((crate::repo_root().join(SA_KUBECONFIG), shown))
+}
+
+/// The namespace of step `binary`'s scenario (`book-step5`); the flow of its
+/// run is recorded under that name ([`recordings::trace_path`]).
+pub(super) fn step_namespace(binary: &str) -> String {
+    format!("book-{}", binary.replace('-', ""))
 }
 
 /// `kubectl create namespace NS`: every scenario has a namespace of its own.

@@ -23,7 +23,8 @@ use super::rel;
 /// The recordings' directory, under `book/src/outputs`.
 pub(super) const DIR: &str = "flow";
 
-/// Where a step run in namespace `ns` writes its flow during `outputs`.
+/// Where a step run in namespace `ns` writes its flow during `outputs` (a
+/// step's scenario runs in `capture::step_namespace`).
 pub(super) fn trace_path(ns: &str) -> PathBuf {
     crate::repo_root()
         .join("target/flow-captures")

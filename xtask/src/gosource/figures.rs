@@ -239,14 +239,18 @@ fn bench_figures(text: &str) -> BTreeMap<String, String> {
     };
     // Which list the `- …` lines belong to, and its number of Foos.
     let mut list = ("", String::new());
+    // A row of a table: its number of Foos and its subject.
+    let row = |cells: &[&str]| {
+        let n = *cells.get(1)?;
+        let numbered = !n.is_empty() && n.chars().all(|c| c.is_ascii_digit());
+        numbered.then_some(())?;
+        Some((n.to_string(), subject(cells.get(2)?)?))
+    };
     for line in text.lines() {
         let cells: Vec<&str> = line.split('|').map(str::trim).collect();
         if cells.len() == 10
-            && cells[1].chars().all(|c| c.is_ascii_digit())
-            && !cells[1].is_empty()
-            && let Some(who) = subject(cells[2])
+            && let Some((n, who)) = row(&cells)
         {
-            let n = cells[1];
             let (converged, spread) = with_spread(cells[3]);
             put(format!("{n} {who} converged"), &converged);
             if let Some((lo, hi)) = spread {
@@ -264,12 +268,9 @@ fn bench_figures(text: &str) -> BTreeMap<String, String> {
             put(format!("{n} {who} writes"), &with_spread(cells[7]).0);
             put(format!("{n} {who} idle"), cells[8]);
         } else if cells.len() == 8
-            && cells[1].chars().all(|c| c.is_ascii_digit())
-            && !cells[1].is_empty()
-            && let Some(who) = subject(cells[2])
+            && let Some((n, who)) = row(&cells)
         {
             // The flow off and on (`flow_report` in bench.rs).
-            let n = cells[1];
             for (name, cell) in [("flow-off", cells[3]), ("flow-on", cells[4])] {
                 let (mid, spread) = with_spread(cell);
                 put(format!("{n} {who} {name}"), &mid);

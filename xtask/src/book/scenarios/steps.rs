@@ -175,7 +175,7 @@ pub(in crate::book) async fn protected_group(env: &Env) -> Result<Vec<String>> {
 }
 
 pub(in crate::book) async fn step_1(env: &Env) -> Result<Vec<String>> {
-    let ns = "book-step1";
+    let ns = &step_namespace("step-1");
     let before = env
         .before(&[
             create_namespace_command(ns),
@@ -191,7 +191,7 @@ pub(in crate::book) async fn step_1(env: &Env) -> Result<Vec<String>> {
 }
 
 pub(in crate::book) async fn step_2(env: &Env) -> Result<Vec<String>> {
-    let ns = "book-step2";
+    let ns = &step_namespace("step-2");
     let before = env.before(&[create_namespace_command(ns)]).await?;
     let mut run = Run::start(env, "step-2", ns, &[])?;
     run.transcript.splice(0..0, before);
@@ -214,7 +214,7 @@ pub(in crate::book) fn owned_deployment_command(ns: &str) -> String {
 }
 
 pub(in crate::book) async fn step_3(env: &Env) -> Result<Vec<String>> {
-    let ns = "book-step3";
+    let ns = &step_namespace("step-3");
     let before = env.before(&[create_namespace_command(ns)]).await?;
     let mut run = Run::start(env, "step-3", ns, &["--resync", "10"])?;
     run.transcript.splice(0..0, before);
@@ -239,7 +239,7 @@ pub(in crate::book) async fn step_3(env: &Env) -> Result<Vec<String>> {
 }
 
 pub(in crate::book) async fn step_4(env: &Env) -> Result<Vec<String>> {
-    let ns = "book-step4";
+    let ns = &step_namespace("step-4");
     let before = env.before(&[create_namespace_command(ns)]).await?;
     let mut run = Run::start(env, "step-4", ns, &["--fail-first", "3"])?;
     run.transcript.splice(0..0, before);
@@ -258,7 +258,7 @@ pub(in crate::book) async fn step_4(env: &Env) -> Result<Vec<String>> {
 }
 
 pub(in crate::book) async fn step_5(env: &Env) -> Result<Vec<String>> {
-    let ns = "book-step5";
+    let ns = &step_namespace("step-5");
     let before = env
         .before(&[
             create_namespace_command(ns),
@@ -294,7 +294,7 @@ fn owners_command(ns: &str) -> String {
 }
 
 pub(in crate::book) async fn step_6(env: &Env) -> Result<Vec<String>> {
-    let ns = "book-step6";
+    let ns = &step_namespace("step-6");
     let before = env.before(&[create_namespace_command(ns)]).await?;
     let mut run = Run::start(env, "step-6", ns, &[])?;
     run.transcript.splice(0..0, before);
@@ -328,8 +328,7 @@ pub(in crate::book) async fn whole_controller(
     env: &Env,
     bin: &str,
 ) -> Result<(Vec<String>, Vec<String>)> {
-    let ns = format!("book-{}", bin.replace('-', ""));
-    let ns = ns.as_str();
+    let ns = &step_namespace(bin);
     let before = env
         .before(&[
             create_namespace_command(ns),
