@@ -186,6 +186,12 @@ pub fn checked() -> impl Iterator<Item = &'static Step> {
     STEPS.iter().filter(|s| !s.check.is_empty())
 }
 
+/// The steps with a flow to draw (`cargo xtask watch`, the chapters'
+/// replays), in order.
+pub fn drawn() -> impl Iterator<Item = &'static Step> {
+    STEPS.iter().filter(|s| s.flow.is_some())
+}
+
 /// `step-5`, `5` → step 5, if it exists.
 pub fn parse(text: &str) -> Option<&'static Step> {
     let number = text.strip_prefix("step-").unwrap_or(text);

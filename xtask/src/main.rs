@@ -63,8 +63,8 @@ enum Command {
     BuildCluster,
     /// Run the controller against a cluster (yours, or a local one) and watch a Foo converge.
     Demo,
-    /// Run a step (3 to 7) and draw its flow live on a page at http://127.0.0.1:8790/: every
-    /// kubectl action from another terminal flows through it.
+    // Its help line names the steps it draws, from the step registry.
+    #[command(about = watch::about())]
     Watch(watch::WatchArgs),
     /// Check a workshop starter (workshop/step-N.rs) against a real API server: one line per
     /// behaviour, exit 0 when all pass.

@@ -38,7 +38,8 @@ const FLOW_CSS: &str = include_str!("../../book/theme/flow.css");
 /// Options of `cargo xtask watch`.
 #[derive(clap::Args, Debug)]
 pub struct WatchArgs {
-    /// The step to run and draw: `step-3` to `step-8` (or just the number).
+    /// The step to run and draw (`step-N` or just N): one with a flow, from
+    /// step 3 on.
     step: String,
     /// The port of the page, on 127.0.0.1.
     #[arg(long, default_value_t = 8790)]
@@ -59,21 +60,41 @@ fn page(title: &str) -> String {
     )
 }
 
-/// Runs the command until Ctrl-C.
-pub async fn watch(args: WatchArgs) -> Result<()> {
-    let number: u8 = args
-        .step
-        .trim_start_matches("step-")
-        .parse()
-        .with_context(|| format!("{:?} is not a step: give step-3 to step-8", args.step))?;
-    let step = testcluster::steps::step(number)
-        .with_context(|| format!("there is no step {number}: give step-3 to step-8"))?;
-    if number < 3 {
+/// `step-3 to step-8`: the steps with a flow, from the step registry.
+pub fn drawable() -> String {
+    let mut drawn = testcluster::steps::drawn().map(|s| s.binary);
+    let first = drawn.next().unwrap_or_default();
+    format!("{first} to {}", drawn.last().unwrap_or(first))
+}
+
+/// The `cli`'s help line: what `watch` does, with the steps it draws.
+pub fn about() -> String {
+    format!(
+        "Run a step ({}) and draw its flow live on a page at http://127.0.0.1:8790/: \
+         every kubectl action from another terminal flows through it",
+        drawable()
+    )
+}
+
+/// The step `text` names (`step-5` or `5`), if it has a flow to draw; else
+/// an error that says which steps do.
+fn drawn_step(text: &str) -> Result<&'static testcluster::steps::Step> {
+    let Some(step) = testcluster::steps::parse(text) else {
+        bail!("{text:?} is not a step: give {}", drawable());
+    };
+    if step.flow.is_none() {
         bail!(
-            "step {number} lists and caches but queues nothing, so it has no flow to draw: \
-             start with step 3 (its handlers)"
+            "{} lists and caches but queues nothing, so it has no flow to draw: give {}",
+            step.binary,
+            drawable()
         );
     }
+    Ok(step)
+}
+
+/// Runs the command until Ctrl-C.
+pub async fn watch(args: WatchArgs) -> Result<()> {
+    let step = drawn_step(&args.step)?;
     let root = crate::repo_root();
     // The port first: a second `cargo xtask watch` fails at once, not after a build.
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", args.port))
@@ -265,6 +286,27 @@ pub fn follow(path: PathBuf) -> impl Stream<Item = String> + Send {
 mod tests {
     use super::*;
     use crate::devtools::Browser;
+
+    #[test]
+    fn the_steps_it_draws_are_the_registrys_steps_with_a_flow() {
+        assert_eq!(drawable(), "step-3 to step-8");
+        assert!(about().contains("(step-3 to step-8)"), "{}", about());
+        assert_eq!(drawn_step("step-8").unwrap().number, 8);
+        assert_eq!(drawn_step("3").unwrap().number, 3);
+        let error = drawn_step("step-2").unwrap_err().to_string();
+        assert!(
+            error.contains("step-2 lists and caches but queues nothing"),
+            "{error}"
+        );
+        assert!(error.ends_with("give step-3 to step-8"), "{error}");
+        for wrong in ["step-9", "nine", ""] {
+            let error = drawn_step(wrong).unwrap_err().to_string();
+            assert!(
+                error.contains("is not a step: give step-3 to step-8"),
+                "{error}"
+            );
+        }
+    }
 
     #[tokio::test]
     async fn follow_yields_every_complete_line_then_the_ones_appended_later() {
