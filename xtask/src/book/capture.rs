@@ -181,6 +181,9 @@ pub(super) async fn outputs(only: &[String], check: bool) -> Result<()> {
             recordings::record(&out, name, &step_namespace(step.binary))?;
         }
     }
+    if wanted("step-8-events.txt") {
+        events_follow_the_flow(&out)?;
+    }
     if wanted("rbac-forbidden.txt") {
         let lines = rbac_forbidden(&env).await?;
         write(&out, "rbac-forbidden.txt", &env, lines)?;
@@ -362,6 +365,46 @@ impl Env {
         }
         Ok(noted)
     }
+}
+
+/// Checks what step 8's chapter says beside its Events against the same
+/// run's flow: `good`'s Synced count is the number of its reconciles that
+/// wrote something, and `blocked`'s Warning count the number of its refused
+/// reconciles. Both numbers vary with the timing (a rollout's status
+/// updates seen one by one or together; one more retry before the step
+/// stops), so the capture compares them by shape (fresh.rs) and this ties
+/// them to the run.
+fn events_follow_the_flow(out: &Path) -> Result<()> {
+    let read = |name: &str| {
+        std::fs::read_to_string(out.join(name)).with_context(|| format!("reading {name}"))
+    };
+    let events = read("step-8-events.txt")?;
+    let trace = read(&format!("{}/step-8.jsonl", recordings::DIR))?;
+    let ns = step_namespace("step-8");
+    let synced = recordings::events_counted(&events, "Normal", "Synced", "good");
+    let wrote = recordings::reconciles(&trace, &format!("{ns}/good"))?
+        .iter()
+        .filter(|r| r.wrote && r.ok)
+        .count();
+    ensure!(
+        synced == wrote,
+        "step-8-events.txt counts {synced} Synced for good, but {wrote} of good's reconciles in \
+         flow/step-8.jsonl wrote something: the chapter says each of those, and only those, records one"
+    );
+    let warned = recordings::events_counted(&events, "Warning", "ErrResourceExists", "blocked");
+    let refused = recordings::reconciles(&trace, &format!("{ns}/blocked"))?
+        .iter()
+        .filter(|r| !r.ok)
+        .count();
+    ensure!(
+        warned == refused,
+        "step-8-events.txt counts {warned} ErrResourceExists for blocked, but {refused} of blocked's \
+         reconciles in flow/step-8.jsonl failed: the chapter says the Warning counts every refused attempt"
+    );
+    println!(
+        "    step-8-events.txt: good's {synced} Synced are its reconciles that wrote, blocked's {warned} Warnings its refused ones (flow/step-8.jsonl)"
+    );
+    Ok(())
 }
 
 /// Writes a transcript with what varies between runs normalised: log
@@ -887,5 +930,30 @@ mod tests {
                 "{name} is a capture (the step registry or OTHER_OUTPUT_FILES) but `outputs` never writes it"
             );
         }
+    }
+
+    #[test]
+    fn step_8s_committed_events_count_what_its_committed_flow_shows() {
+        let committed = crate::repo_root().join("book/src/outputs");
+        events_follow_the_flow(&committed).unwrap();
+        // The same Events beside the flow without good's writes.
+        let dir = std::env::temp_dir().join(format!("events-flow-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join(recordings::DIR)).unwrap();
+        std::fs::copy(
+            committed.join("step-8-events.txt"),
+            dir.join("step-8-events.txt"),
+        )
+        .unwrap();
+        let flow = std::fs::read_to_string(committed.join("flow/step-8.jsonl")).unwrap();
+        let good = format!("\"key\":\"{}/good\"", step_namespace("step-8"));
+        let written = |l: &&str| {
+            l.contains(&good) && l.contains("\"lane\":\"api\"") && !l.contains("\"events\"")
+        };
+        assert!(flow.lines().any(|l| written(&l)), "good wrote nothing");
+        let unwritten: Vec<&str> = flow.lines().filter(|l| !written(l)).collect();
+        std::fs::write(dir.join("flow/step-8.jsonl"), unwritten.join("\n")).unwrap();
+        let error = events_follow_the_flow(&dir).unwrap_err().to_string();
+        assert!(error.contains("Synced for good, but"), "{error}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

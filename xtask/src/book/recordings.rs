@@ -239,6 +239,61 @@ pub(super) fn record(out: &Path, name: &str, ns: &str) -> Result<()> {
     Ok(())
 }
 
+/// How many times a `kubectl get events` capture with a COUNT column (TYPE
+/// REASON REGARDING ACTION COUNT NOTE) counts Events of `type_` and `reason`
+/// about `name`. An Event recorded once has no series: its COUNT is <none>.
+pub(super) fn events_counted(events: &str, type_: &str, reason: &str, name: &str) -> usize {
+    events
+        .lines()
+        .map(|row| row.split_whitespace().collect::<Vec<_>>())
+        .filter(|cols| cols.len() > 4 && cols[..3] == [type_, reason, name])
+        .map(|cols| cols[4].parse().unwrap_or(1))
+        .sum()
+}
+
+/// One reconcile of a key in a flow, from its start to its end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Reconciled {
+    /// Whether a write other than an Event succeeded in it.
+    pub wrote: bool,
+    /// Whether it ended without an error.
+    pub ok: bool,
+}
+
+/// The reconciles (syncs) of `key` in a flow, in the order they ended.
+pub(super) fn reconciles(trace: &str, key: &str) -> Result<Vec<Reconciled>> {
+    // By worker: whether the reconcile running on it has written.
+    let mut running = std::collections::BTreeMap::new();
+    let mut ended = Vec::new();
+    for line in parse("the flow", trace)? {
+        let text = |field: &str| line.get(field).and_then(Value::as_str).unwrap_or_default();
+        if text("key") != key {
+            continue;
+        }
+        let worker = line.get("worker").cloned().unwrap_or_default().to_string();
+        match (text("lane"), text("what")) {
+            ("worker", "start") => {
+                running.insert(worker, false);
+            }
+            ("worker", "end") => {
+                if let Some(wrote) = running.remove(&worker) {
+                    let ok = text("outcome") == "ok";
+                    ended.push(Reconciled { wrote, ok });
+                }
+            }
+            ("api", _) => {
+                let write = ["POST", "PUT", "PATCH", "DELETE"].contains(&text("method"));
+                let code = line.get("code").and_then(Value::as_u64).unwrap_or_default();
+                if write && text("resource") != "events" && (200..300).contains(&code) {
+                    running.entry(worker).and_modify(|w| *w = true);
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(ended)
+}
+
 /// What a new recording says that the committed one does not, or the other
 /// way round, by shape; `None` if they show the same.
 pub(super) fn differences(name: &str, committed: &str, fresh: &str) -> Result<Option<String>> {
@@ -319,6 +374,63 @@ mod tests {
             "{report}"
         );
         assert!(differences("step-5", committed, "not json\n").is_err());
+    }
+
+    #[test]
+    fn events_are_counted_by_type_reason_and_object_and_once_is_one() {
+        let events = "$ kubectl get events\n\
+            TYPE      REASON              REGARDING   ACTION   COUNT    NOTE\n\
+            Warning   ErrResourceExists   blocked     Sync     14       Resource exists\n\
+            Normal    Synced              good        Sync     2        Foo synced successfully\n\
+            Normal    Synced              other       Sync     <none>   Foo synced successfully\n";
+        assert_eq!(events_counted(events, "Normal", "Synced", "good"), 2);
+        assert_eq!(events_counted(events, "Normal", "Synced", "other"), 1);
+        assert_eq!(
+            events_counted(events, "Warning", "ErrResourceExists", "blocked"),
+            14
+        );
+        assert_eq!(events_counted(events, "Warning", "Synced", "good"), 0);
+        assert_eq!(events_counted(events, "Normal", "Synced", "blocked"), 0);
+    }
+
+    #[test]
+    fn a_reconcile_wrote_if_a_write_other_than_an_event_succeeded_in_it() {
+        let reconcile = |worker: u8, request: &str, outcome: &str| {
+            format!(
+                "{{\"lane\":\"worker\",\"what\":\"start\",\"key\":\"ns/good\",\"worker\":{worker}}}\n\
+                 {request}\
+                 {{\"lane\":\"worker\",\"what\":\"end\",\"key\":\"ns/good\",\"worker\":{worker},\"outcome\":\"{outcome}\"}}\n"
+            )
+        };
+        let request = |method: &str, resource: &str, code: u16| {
+            format!(
+                "{{\"lane\":\"api\",\"method\":\"{method}\",\"resource\":\"{resource}\",\"key\":\"ns/good\",\"worker\":0,\"code\":{code}}}\n"
+            )
+        };
+        let trace = [
+            reconcile(0, &request("PATCH", "foos", 200), "ok"),
+            reconcile(0, "", "ok"),
+            reconcile(0, &request("POST", "events", 201), "ok"),
+            reconcile(0, &request("GET", "deployments", 200), "ok"),
+            reconcile(0, &request("POST", "deployments", 409), "error"),
+            reconcile(0, &request("POST", "deployments", 201), "error"),
+            // Another Foo's reconcile on the same worker is not this one's.
+            reconcile(0, "", "ok").replace("ns/good", "ns/other"),
+        ]
+        .concat();
+        let wrote = |wrote, ok| Reconciled { wrote, ok };
+        assert_eq!(
+            reconciles(&trace, "ns/good").unwrap(),
+            [
+                wrote(true, true),
+                wrote(false, true),
+                wrote(false, true),
+                wrote(false, true),
+                wrote(false, false),
+                wrote(true, false),
+            ]
+        );
+        assert!(reconciles("not json\n", "ns/good").is_err());
     }
 
     #[test]
