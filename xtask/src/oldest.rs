@@ -62,20 +62,80 @@ pub fn oldest() -> Result<()> {
     Ok(())
 }
 
-/// `dir` as a copy of `controlplane/kubernetes` moved to `release`, unless an
-/// earlier run wrote it already.
+/// `dir` as the wrapper module of `controlplane/kubernetes` moved to
+/// `release`, unless an earlier run wrote it already.
+///
+/// It starts from the pinned go.mod without its requirements: the pinned
+/// release's are newer than an older release's, and minimal version selection
+/// would keep them (kube-controller-manager 1.36 does not compile against the
+/// CSI spec 1.37 requires). Go then resolves what `release` itself requires.
 fn wrapper_module(dir: &Path, release: &Release) -> Result<()> {
-    let marker = dir.join(".release");
+    // Named apart from the `.release` of a wrapper written with the pinned
+    // requirements, so such a wrapper is written again.
+    let marker = dir.join(".release-requirements");
     if std::fs::read_to_string(&marker).is_ok_and(|r| r == release.kubernetes) {
         return Ok(());
     }
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let pinned = testcluster::binaries::controlplane_dir().join("kubernetes");
-    for file in ["go.mod", "go.sum"] {
-        std::fs::copy(pinned.join(file), dir.join(file))
-            .with_context(|| format!("copying {file} to {}", dir.display()))?;
+    let pinned = testcluster::binaries::controlplane_dir().join("kubernetes/go.mod");
+    let go_mod = std::fs::read_to_string(&pinned)
+        .with_context(|| format!("reading {}", pinned.display()))?;
+    std::fs::write(dir.join("go.mod"), without_requirements(&go_mod))
+        .with_context(|| format!("writing go.mod in {}", dir.display()))?;
+    match std::fs::remove_file(dir.join("go.sum")) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            return Err(e).with_context(|| format!("removing go.sum in {}", dir.display()));
+        }
+        _ => {}
     }
     crate::bump::kubernetes_module(dir, release)?;
     std::fs::write(&marker, &release.kubernetes)?;
     Ok(())
+}
+
+/// `go_mod` without its `require` lines and blocks: its module, go version,
+/// replacements and tools.
+fn without_requirements(go_mod: &str) -> String {
+    let mut in_block = false;
+    let mut out = Vec::new();
+    for line in go_mod.lines() {
+        let trimmed = line.trim();
+        if in_block {
+            in_block = trimmed != ")";
+        } else if trimmed == "require (" {
+            in_block = true;
+        } else if !trimmed.starts_with("require ") {
+            out.push(line);
+        }
+    }
+    out.join("\n").trim_end().to_string() + "\n"
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_older_wrapper_keeps_the_pinned_tools_and_none_of_its_requirements() {
+        let pinned = std::fs::read_to_string(
+            testcluster::binaries::controlplane_dir().join("kubernetes/go.mod"),
+        )
+        .unwrap();
+        assert!(pinned.contains("github.com/container-storage-interface/spec"));
+        let older = without_requirements(&pinned);
+        assert!(!older.contains("require"), "{older}");
+        assert!(!older.contains("container-storage-interface"), "{older}");
+        assert!(older.starts_with("module sample-controller-rs/controlplane/kubernetes\n"));
+        assert!(older.contains("\tk8s.io/kubernetes/cmd/kube-controller-manager\n"));
+        assert!(older.contains("replace k8s.io/api => k8s.io/api v"));
+    }
+
+    #[test]
+    fn a_single_line_requirement_goes_too() {
+        let go_mod = "module m\n\ngo 1.26.0\n\nrequire k8s.io/kubernetes v1.37.1\n\ntool k8s.io/kubernetes/cmd/kubectl\n";
+        assert_eq!(
+            without_requirements(go_mod),
+            "module m\n\ngo 1.26.0\n\n\ntool k8s.io/kubernetes/cmd/kubectl\n"
+        );
+    }
 }
