@@ -34,11 +34,15 @@ pub fn oldest() -> Result<()> {
     );
     let module = crate::repo_root().join("target/oldest-kubernetes");
     let mut command = crate::cargo(&["test", "--test", "steps"]).std();
+    let mut written = false;
     for binary in SERVERS {
         let path = match cached_path_at(binary, &release.kubernetes)? {
             path if path.is_file() => path,
             _ => {
-                wrapper_module(&module, &release)?;
+                if !written {
+                    wrapper_module(&module, &release)?;
+                    written = true;
+                }
                 build_at(binary, &module, &release.kubernetes)?
             }
         };
@@ -63,34 +67,21 @@ pub fn oldest() -> Result<()> {
 }
 
 /// `dir` as the wrapper module of `controlplane/kubernetes` moved to
-/// `release`, unless an earlier run wrote it already.
+/// `release`, written afresh.
 ///
 /// It starts from the pinned go.mod without its requirements: the pinned
 /// release's are newer than an older release's, and minimal version selection
 /// would keep them (kube-controller-manager 1.36 does not compile against the
-/// CSI spec 1.37 requires). Go then resolves what `release` itself requires.
+/// CSI spec 1.37 requires). Go then resolves what `release` itself requires;
+/// `go mod tidy` rewrites any go.sum an earlier run left.
 fn wrapper_module(dir: &Path, release: &Release) -> Result<()> {
-    // Named apart from the `.release` of a wrapper written with the pinned
-    // requirements, so such a wrapper is written again.
-    let marker = dir.join(".release-requirements");
-    if std::fs::read_to_string(&marker).is_ok_and(|r| r == release.kubernetes) {
-        return Ok(());
-    }
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let pinned = testcluster::binaries::controlplane_dir().join("kubernetes/go.mod");
     let go_mod = std::fs::read_to_string(&pinned)
         .with_context(|| format!("reading {}", pinned.display()))?;
     std::fs::write(dir.join("go.mod"), without_requirements(&go_mod))
         .with_context(|| format!("writing go.mod in {}", dir.display()))?;
-    match std::fs::remove_file(dir.join("go.sum")) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-            return Err(e).with_context(|| format!("removing go.sum in {}", dir.display()));
-        }
-        _ => {}
-    }
-    crate::bump::kubernetes_module(dir, release)?;
-    std::fs::write(&marker, &release.kubernetes)?;
-    Ok(())
+    crate::bump::kubernetes_module(dir, release)
 }
 
 /// `go_mod` without its `require` lines and blocks: its module, go version,
