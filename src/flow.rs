@@ -17,363 +17,60 @@
 //! | `event` | `Normal`, `Warning` | `key`, `reason`, `note` |
 //! | `note` | `queue` | `text`: what the trace cannot show ([`SCHEDULER_NOTE`]) |
 //!
-//! The lines are `tracing` events of the target `flow` (at TRACE level, so
-//! the log on stderr never shows them), and the `api` lines come from the
-//! span kube's client opens for every request (`HTTP`, with the verb, URL
-//! and status code), so nothing here wraps the client. With the variable
-//! unset, the layer is not installed and these events are disabled at their
-//! call sites, like any TRACE event under the default filter.
+//! No step calls this module. Every line is derived from what the steps log
+//! and trace for their own sake, most of it at debug level, so the log on
+//! stderr (`info` by default) never shows it unless asked
+//! (`RUST_LOG=sample_controller=debug`):
+//!
+//! - `watch`: the informer's `Relisting` and `Notifying handlers` (steps
+//!   3–7), step 8's `Watch event` (`step8::caches`);
+//! - `handler`: the handlers' `#[instrument]` spans, `on_foo` and
+//!   `on_deployment`, and what they return (steps 3–7); step 8's Foo watch
+//!   events (each applied Foo triggers itself) and its Deployment
+//!   predicate's `Relevant change` (the Foos among the owners, which kube's
+//!   `owns` triggers) and `Ignored` lines;
+//! - `queue` `add`: the work queue's `Adding to the work queue` (steps 4–7),
+//!   a step 8 trigger; `take`, `worker` and `forget`: the `reconciling
+//!   object` span kube's `applier` opens around every sync (steps 4–8: kube's
+//!   `Controller` runs the same applier), and whether the sync logged
+//!   `Error syncing; requeuing for later retry` inside it, which gives
+//!   `requeue` its delay (`retry_in`); `requeues` counts the failures in a
+//!   row, as Go's `NumRequeues`; `drop`: the log line of a key whose Foo is
+//!   gone;
+//! - `api`: the span kube's client opens for every request (`HTTP`, with the
+//!   verb, URL and status code), so nothing here wraps the client;
+//! - `event`: `Event occurred`, logged as each Event is recorded.
+//!
+//! With the variable unset, the layer is not installed, and these debug
+//! events and spans are disabled at their call sites, like any other under
+//! the default filter.
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::fs::{File, OpenOptions};
 use std::io::{LineWriter, Write};
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use kube::Resource;
-use kube::runtime::reflector::ObjectRef;
 use serde_json::{Map, Value};
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
-use tracing::{Event, Instrument, Metadata, Subscriber};
+use tracing::{Event, Level, Metadata, Subscriber};
 use tracing_subscriber::Layer;
 use tracing_subscriber::filter::{FilterFn, Filtered};
 use tracing_subscriber::layer::Context;
 use tracing_subscriber::registry::LookupSpan;
 
-use crate::informer::key_string;
-
-/// The `tracing` target of every flow event.
-pub const TARGET: &str = "flow";
-
 /// The environment variable that turns the flow on: the file to append to.
 pub const ENV: &str = "SAMPLE_CONTROLLER_FLOW";
 
-// ANCHOR: emit
-/// A watch event as the handlers are told it: `what` is `add`, `update`,
-/// `delete` or `resync` (a replay of the cache); `apply` where the watcher
-/// does not say which of `add` and `update` it is (step 8).
-pub fn watched<K: Resource>(what: &'static str, object: &K)
-where
-    K::DynamicType: Default,
-{
-    let kind = K::DynamicType::default();
-    let resource = K::plural(&kind);
-    let resource = resource.as_ref();
-    tracing::trace!(
-        target: TARGET,
-        lane = "watch",
-        what,
-        resource,
-        key = %key_of(object),
-        rv = object.meta().resource_version.as_deref().unwrap_or_default(),
-    );
-}
-
-/// A watch (re)starts its list of `resource`.
-pub fn relisting(resource: &str) {
-    tracing::trace!(target: TARGET, lane = "watch", what = "relist", resource);
-}
-
-/// A handler's decision about `object`: the key it enqueues, or why none.
-pub fn decided<K: Resource, E: fmt::Display>(
-    resource: &str,
-    object: &K,
-    decision: &Result<ObjectRef<crate::Foo>, E>,
-) {
-    match decision {
-        Ok(key) => tracing::trace!(
-            target: TARGET,
-            lane = "handler",
-            what = "enqueue",
-            resource,
-            object = %key_of(object),
-            key = %key_string(key),
-        ),
-        Err(reason) => tracing::trace!(
-            target: TARGET,
-            lane = "handler",
-            what = "ignore",
-            resource,
-            object = %key_of(object),
-            reason = %reason,
-        ),
-    }
-}
-
-/// A key reaches the queue: `merge` if it was already waiting there (it is
-/// synced once), `add` if not.
-pub fn queued<K: Resource>(key: &ObjectRef<K>, already_waiting: bool) {
-    let what = if already_waiting { "merge" } else { "add" };
-    tracing::trace!(target: TARGET, lane = "queue", what, key = %key_string(key));
-}
-
-/// A failed key goes back into the queue after `delay`, its `requeues`-th
-/// failure in a row. Go: `AddRateLimited`.
-pub fn requeued<K: Resource>(key: &ObjectRef<K>, delay: Duration, requeues: u32) {
-    tracing::trace!(
-        target: TARGET,
-        lane = "queue",
-        what = "requeue",
-        key = %key_string(key),
-        delay_ms = delay.as_millis() as u64,
-        requeues,
-    );
-}
-
-/// A worker takes a key from the queue. Go: `workqueue.Get`.
-pub fn taken<K: Resource>(key: &ObjectRef<K>, worker: usize) {
-    tracing::trace!(target: TARGET, lane = "queue", what = "take", key = %key_string(key), worker);
-}
-
-/// A key's backoff is reset after a success. Go: `workqueue.Forget`.
-pub fn forgotten<K: Resource>(key: &ObjectRef<K>) {
-    tracing::trace!(target: TARGET, lane = "queue", what = "forget", key = %key_string(key));
-}
-
-/// A key whose object left the cache is dropped without a sync.
-pub fn dropped<K: Resource>(key: &ObjectRef<K>) {
-    tracing::trace!(target: TARGET, lane = "queue", what = "drop", key = %key_string(key));
-}
-
-/// The span a sync runs in: its `start` and `end` lines, and the key and
-/// worker of every request it makes.
-pub fn sync_span<K: Resource>(key: &ObjectRef<K>, worker: usize) -> tracing::Span {
-    tracing::trace_span!(target: TARGET, "sync", key = %key_string(key), worker)
-}
-
-/// A worker starts syncing a key (inside its [`sync_span`]).
-pub fn sync_started<K: Resource>(key: &ObjectRef<K>, worker: usize) {
-    tracing::trace!(target: TARGET, lane = "worker", what = "start", key = %key_string(key), worker);
-}
-
-/// A sync ends, after `elapsed`, with `error` if it failed.
-pub fn sync_ended<K: Resource>(
-    key: &ObjectRef<K>,
-    worker: usize,
-    elapsed: Duration,
-    error: Option<&dyn fmt::Display>,
-) {
-    let ms = elapsed.as_secs_f64() * 1000.0;
-    match error {
-        None => tracing::trace!(
-            target: TARGET,
-            lane = "worker",
-            what = "end",
-            key = %key_string(key),
-            worker,
-            outcome = "ok",
-            ms,
-        ),
-        Some(error) => tracing::trace!(
-            target: TARGET,
-            lane = "worker",
-            what = "end",
-            key = %key_string(key),
-            worker,
-            outcome = "error",
-            error = %error,
-            ms,
-        ),
-    }
-}
-
-/// An Event recorded about the object `key`, with its note (an
-/// events.k8s.io Event's message).
-pub fn recorded(key: &str, type_: &'static str, reason: &str, note: &str) {
-    tracing::trace!(target: TARGET, lane = "event", what = type_, key, reason, note);
-}
-// ANCHOR_END: emit
-
-/// Whether the flow is written (its layer is installed). Code that keeps
-/// state only for the flow asks first, so that it costs nothing when off.
-pub fn enabled() -> bool {
-    tracing::enabled!(target: TARGET, tracing::Level::TRACE)
-}
-
-/// What a queue's lines cannot show: the first line a queue writes.
+/// What a queue's lines cannot show: the line written before a step's
+/// first queue line.
 pub const SCHEDULER_NOTE: &str = "The queue is kube-runtime's scheduler (its applier; step 8: \
      the Controller around it), which exposes nothing of itself: a key's add is when it reaches \
      the scheduler, its take when its sync starts; merges, holds and delays in between are \
      inferred from both ends";
-
-/// The work queue's side of the flow, for a queue run by kube's scheduler
-/// (`applier`): which keys are waiting (so that a key added again shows as
-/// merged), which worker runs each sync, and the lines of both. Does nothing
-/// when the flow is off.
-pub struct QueueFlow<K: Resource> {
-    on: bool,
-    waiting: Mutex<HashSet<ObjectRef<K>>>,
-    workers: Workers,
-}
-
-impl<K> QueueFlow<K>
-where
-    K: Resource,
-    K::DynamicType: Eq + std::hash::Hash + Clone,
-{
-    /// The flow of a queue with `workers` workers; writes
-    /// [`SCHEDULER_NOTE`] if the flow is on.
-    pub fn new(workers: usize) -> Self {
-        tracing::trace!(target: TARGET, lane = "note", what = "queue", text = SCHEDULER_NOTE);
-        QueueFlow {
-            on: enabled(),
-            waiting: Mutex::new(HashSet::new()),
-            workers: Workers::new(workers),
-        }
-    }
-
-    /// A handler added `key`. Go: `workqueue.Add`.
-    pub fn add(&self, key: &ObjectRef<K>) {
-        if self.on {
-            let already = !lock(&self.waiting).insert(key.clone());
-            queued(key, already);
-        }
-    }
-
-    /// A worker takes `key` (the lowest idle one): its `take` and `start`
-    /// lines. Create the sync's future inside [`SyncFlow::in_scope`], so
-    /// that its spans, and kube's span of each request it makes, are
-    /// children of the sync's, then run it with [`SyncFlow::run`].
-    pub fn take(self: &Arc<Self>, key: &ObjectRef<K>) -> SyncFlow<K> {
-        if !self.on {
-            return SyncFlow {
-                flow: self.clone(),
-                key: key.clone(),
-                worker: None,
-                span: tracing::Span::none(),
-                started: Instant::now(),
-            };
-        }
-        let worker = self.workers.take();
-        lock(&self.waiting).remove(key);
-        taken(key, worker);
-        let span = sync_span(key, worker);
-        span.in_scope(|| sync_started(key, worker));
-        SyncFlow {
-            flow: self.clone(),
-            key: key.clone(),
-            worker: Some(worker),
-            span,
-            started: Instant::now(),
-        }
-    }
-
-    /// A failed `key` waits `delay` before its next sync.
-    pub fn requeue(&self, key: &ObjectRef<K>, delay: Duration, requeues: u32) {
-        if self.on {
-            lock(&self.waiting).insert(key.clone());
-            requeued(key, delay, requeues);
-        }
-    }
-
-    /// `key` synced: its backoff is reset.
-    pub fn forget(&self, key: &ObjectRef<K>) {
-        if self.on {
-            forgotten(key);
-        }
-    }
-
-    /// `key`'s object left the cache: it is dropped without a sync.
-    pub fn drop_key(&self, key: &ObjectRef<K>) {
-        if self.on {
-            lock(&self.waiting).remove(key);
-            dropped(key);
-        }
-    }
-}
-
-/// Locks a mutex, recovering the data if a panicking thread poisoned it.
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-/// `namespace/name` of an object, as its key in the flow.
-pub fn key_of<K: Resource>(object: &K) -> String {
-    let meta = object.meta();
-    let name = meta.name.as_deref().unwrap_or_default();
-    match meta.namespace.as_deref() {
-        Some(ns) => format!("{ns}/{name}"),
-        None => name.to_string(),
-    }
-}
-
-/// Which of the N workers a sync runs on. kube's scheduler runs at most N
-/// syncs at once but has no workers of its own; a sync takes the lowest
-/// free number for as long as it runs, as one of Go's N worker goroutines
-/// would.
-#[derive(Debug)]
-pub struct Workers(Mutex<Vec<bool>>);
-
-impl Workers {
-    /// N workers, all idle.
-    pub fn new(n: usize) -> Self {
-        Workers(Mutex::new(vec![false; n]))
-    }
-
-    /// The lowest idle worker, busy until [`Workers::free`].
-    pub fn take(&self) -> usize {
-        let mut busy = lock(&self.0);
-        let index = busy.iter().position(|b| !b).unwrap_or_else(|| {
-            // More syncs than workers cannot happen (kube's concurrency
-            // limit); if it did, number the extra one past the end.
-            busy.push(false);
-            busy.len() - 1
-        });
-        busy[index] = true;
-        index
-    }
-
-    /// Worker `index` is idle again.
-    pub fn free(&self, index: usize) {
-        if let Some(busy) = lock(&self.0).get_mut(index) {
-            *busy = false;
-        }
-    }
-}
-
-/// One sync of a key, on its worker, in its span: [`QueueFlow::take`].
-pub struct SyncFlow<K: Resource> {
-    flow: Arc<QueueFlow<K>>,
-    key: ObjectRef<K>,
-    worker: Option<usize>,
-    span: tracing::Span,
-    started: Instant,
-}
-
-impl<K: Resource> SyncFlow<K> {
-    /// Runs `f` (which creates the sync's future) inside the sync's span.
-    pub fn in_scope<T>(&self, f: impl FnOnce() -> T) -> T {
-        self.span.in_scope(f)
-    }
-
-    /// Runs the sync, then writes its `end` line and frees its worker.
-    pub async fn run<T, E: fmt::Display>(
-        self,
-        sync: impl Future<Output = Result<T, E>>,
-    ) -> Result<T, E> {
-        let Some(worker) = self.worker else {
-            return sync.await;
-        };
-        let result = sync.instrument(self.span.clone()).await;
-        let error = result.as_ref().err().map(|e| e as &dyn fmt::Display);
-        sync_ended(&self.key, worker, self.started.elapsed(), error);
-        result
-    }
-}
-
-impl<K: Resource> Drop for SyncFlow<K> {
-    fn drop(&mut self) {
-        // Also when the sync is dropped unfinished (a stop).
-        if let Some(worker) = self.worker {
-            self.flow.workers.free(worker);
-        }
-    }
-}
 
 // ANCHOR: layer
 /// The layer that writes the flow to the file `SAMPLE_CONTROLLER_FLOW`
@@ -397,22 +94,47 @@ where
     ))
 }
 
-/// What the flow layer sees: the `flow` target, and the span kube's client
-/// opens for each request.
+/// What the flow layer sees: the steps' own events and spans down to debug
+/// level, kube's span around each sync, and the span kube's client opens
+/// for each request.
 fn wanted(meta: &Metadata<'_>) -> bool {
-    meta.target() == TARGET || is_request(meta)
+    let ours = ["sample_controller", "step8", "step_"]
+        .iter()
+        .any(|crate_| meta.target().starts_with(crate_));
+    (ours && *meta.level() <= Level::DEBUG) || is_sync(meta) || is_request(meta)
 }
 
 /// Whether `meta` is the span kube-client's `TraceLayer` opens per request.
 fn is_request(meta: &Metadata<'_>) -> bool {
     meta.is_span() && meta.name() == "HTTP" && meta.target().starts_with("kube_client")
 }
+
+/// Whether `meta` is the span kube-runtime's `applier` opens per sync.
+fn is_sync(meta: &Metadata<'_>) -> bool {
+    meta.is_span()
+        && meta.name() == "reconciling object"
+        && meta.target().starts_with("kube_runtime")
+}
 // ANCHOR_END: layer
 
-/// Writes one JSON object per line for each flow event and each request.
+/// Writes one JSON object per line for each thing the flow shows.
 pub struct FlowLayer {
     out: Mutex<Box<dyn Write + Send>>,
     start: Instant,
+    queue: Mutex<Queue>,
+}
+
+/// What the queue holds, as far as the lines show it.
+#[derive(Default)]
+struct Queue {
+    /// Whether the [`SCHEDULER_NOTE`] was written.
+    noted: bool,
+    /// The keys added and not taken since (a key added again is a merge).
+    waiting: HashSet<String>,
+    /// Failures in a row per key. Go: `NumRequeues`.
+    failures: HashMap<String, u32>,
+    /// Which workers are syncing.
+    workers: Workers,
 }
 
 impl FlowLayer {
@@ -426,6 +148,7 @@ impl FlowLayer {
         FlowLayer {
             out: Mutex::new(Box::new(out)),
             start: Instant::now(),
+            queue: Mutex::new(Queue::default()),
         }
     }
 
@@ -440,10 +163,131 @@ impl FlowLayer {
         let _ = serde_json::to_writer(&mut *out, &line);
         let _ = out.write_all(b"\n");
     }
+
+    /// Writes a line of `lane` and `what` with `fields`.
+    fn line(&self, lane: &str, what: &str, fields: &[(&str, Value)]) {
+        let mut line = Map::new();
+        line.insert("lane".into(), lane.into());
+        line.insert("what".into(), what.into());
+        for (name, value) in fields {
+            line.insert((*name).into(), value.clone());
+        }
+        self.write(line);
+    }
+
+    /// Writes a queue line, after the [`SCHEDULER_NOTE`] if it is the first.
+    fn queue_line(&self, queue: &mut Queue, what: &str, fields: &[(&str, Value)]) {
+        if !queue.noted {
+            queue.noted = true;
+            self.line("note", "queue", &[("text", SCHEDULER_NOTE.into())]);
+        }
+        self.line("queue", what, fields);
+    }
+
+    /// `key` reaches the queue: `merge` if it was already waiting there.
+    fn added(&self, key: &str) {
+        let mut queue = lock(&self.queue);
+        let what = if queue.waiting.insert(key.to_string()) {
+            "add"
+        } else {
+            "merge"
+        };
+        self.queue_line(&mut queue, what, &[("key", key.into())]);
+    }
+
+    /// A handler's decision: the key it enqueues (`Ok`) or why none (`Err`).
+    fn decided(&self, resource: &str, object: &str, decision: Result<&str, &str>) {
+        let (what, field, value) = match decision {
+            Ok(key) => ("enqueue", "key", key),
+            Err(reason) => ("ignore", "reason", reason),
+        };
+        self.line(
+            "handler",
+            what,
+            &[
+                ("resource", resource.into()),
+                ("object", object.into()),
+                (field, value.into()),
+            ],
+        );
+    }
+
+    /// A sync of `key` starts: the lowest idle worker takes it.
+    fn sync_started(&self, key: &str) -> usize {
+        let mut queue = lock(&self.queue);
+        let worker = queue.workers.take();
+        queue.waiting.remove(key);
+        let fields = [("key", Value::from(key)), ("worker", Value::from(worker))];
+        self.queue_line(&mut queue, "take", &fields);
+        self.line("worker", "start", &fields);
+        worker
+    }
+
+    /// A sync ended: its `end` line, then `forget` or `requeue`.
+    fn sync_ended(&self, sync: &Sync) {
+        let mut queue = lock(&self.queue);
+        queue.workers.free(sync.worker);
+        let mut end = vec![
+            ("key", Value::from(sync.key.as_str())),
+            ("worker", Value::from(sync.worker)),
+        ];
+        match &sync.failed {
+            None => end.push(("outcome", "ok".into())),
+            Some((error, _)) => {
+                end.push(("outcome", "error".into()));
+                end.push(("error", error.as_str().into()));
+            }
+        }
+        end.push(("ms", millis(sync.started.elapsed())));
+        self.line("worker", "end", &end);
+        let key = Value::from(sync.key.as_str());
+        match &sync.failed {
+            None => {
+                queue.failures.remove(&sync.key);
+                self.queue_line(&mut queue, "forget", &[("key", key)]);
+            }
+            Some((_, delay_ms)) => {
+                let requeues = {
+                    let count = queue.failures.entry(sync.key.clone()).or_insert(0);
+                    *count += 1;
+                    *count
+                };
+                queue.waiting.insert(sync.key.clone());
+                let mut fields = vec![("key", key)];
+                if let Some(ms) = delay_ms {
+                    fields.push(("delay_ms", Value::from(*ms)));
+                }
+                fields.push(("requeues", Value::from(requeues)));
+                self.queue_line(&mut queue, "requeue", &fields);
+            }
+        }
+    }
+
+    /// `key`'s Foo is gone: dropped without a sync.
+    fn dropped(&self, key: &str) {
+        let mut queue = lock(&self.queue);
+        queue.waiting.remove(key);
+        self.queue_line(&mut queue, "drop", &[("key", key.into())]);
+    }
 }
 
-/// The fields of a sync span, kept in its extensions.
+/// A sync in flight: kept in the extensions of its `reconciling object` span.
+struct Sync {
+    key: String,
+    worker: usize,
+    started: Instant,
+    /// The error and retry delay (ms) it logged, if it failed.
+    failed: Option<(String, Option<u64>)>,
+}
+
+/// The key and worker of a sync, for the requests made inside it.
 struct SyncFields(Map<String, Value>);
+
+/// A handler's span: which resource it handles and the object it was told of.
+struct Handler {
+    resource: &'static str,
+    object: String,
+}
 
 /// A request in flight: what kube's span says of it, and when it started.
 struct Request {
@@ -460,7 +304,8 @@ where
         let Some(span) = ctx.span(id) else { return };
         let mut fields = Fields::default();
         attrs.record(&mut fields);
-        if is_request(attrs.metadata()) {
+        let meta = attrs.metadata();
+        if is_request(meta) {
             let mut request = Map::new();
             request.insert("lane".into(), "api".into());
             let verb = fields.0.remove("otel.name").unwrap_or(Value::from("HTTP"));
@@ -487,8 +332,26 @@ where
                 started: Instant::now(),
                 written: false,
             });
-        } else if attrs.metadata().name() == "sync" {
-            span.extensions_mut().insert(SyncFields(fields.0));
+        } else if is_sync(meta) {
+            let Some(key) = fields.text("object.ref").map(|r| object_key(&r)) else {
+                return;
+            };
+            let worker = self.sync_started(&key);
+            let mut sync_fields = Map::new();
+            sync_fields.insert("key".into(), key.as_str().into());
+            sync_fields.insert("worker".into(), worker.into());
+            let mut extensions = span.extensions_mut();
+            extensions.insert(SyncFields(sync_fields));
+            extensions.insert(Sync {
+                key,
+                worker,
+                started: Instant::now(),
+                failed: None,
+            });
+        } else if let Some(resource) = handler_resource(meta)
+            && let Some(object) = fields.text("object")
+        {
+            span.extensions_mut().insert(Handler { resource, object });
         }
     }
 
@@ -525,17 +388,183 @@ where
             line.insert("ms".into(), millis(request.started.elapsed()));
             self.write(line);
         }
+        if let Some(sync) = extensions.get::<Sync>() {
+            self.sync_ended(sync);
+        }
     }
 
-    fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
-        if event.metadata().target() != TARGET {
-            return;
-        }
+    fn on_event(&self, event: &Event<'_>, ctx: Context<'_, S>) {
         let mut fields = Fields::default();
         event.record(&mut fields);
-        fields.0.remove("message");
-        self.write(fields.0);
+        let message = fields.text("message").unwrap_or_default();
+        let text = |name: &str| fields.text(name).unwrap_or_default();
+        // A handler's result: #[instrument]'s `return` or `error` event.
+        if let Some(span) = ctx.event_span(event)
+            && let Some(handler) = span.extensions().get::<Handler>()
+        {
+            if let Some(key) = fields.text("return") {
+                self.decided(handler.resource, &handler.object, Ok(&object_key(&key)));
+            } else if let Some(reason) = fields.text("error") {
+                self.decided(handler.resource, &handler.object, Err(&reason));
+            }
+            return;
+        }
+        match message.as_str() {
+            "Relisting" => self.line("watch", "relist", &[("resource", text("resource").into())]),
+            "Notifying handlers" | "Watch event" => {
+                let (what, resource, key) = (text("event"), text("resource"), text("object"));
+                self.line(
+                    "watch",
+                    &what,
+                    &[
+                        ("resource", resource.as_str().into()),
+                        ("key", key.as_str().into()),
+                        ("rv", text("resource_version").into()),
+                    ],
+                );
+                // Step 8: kube's Controller triggers every Foo applied.
+                if message == "Watch event" && resource == "foos" && what == "apply" {
+                    self.decided("foos", &key, Ok(&key));
+                    self.added(&key);
+                }
+            }
+            "Ignored: nothing a reconcile reads changed" => self.decided(
+                "deployments",
+                &text("deployment"),
+                Err("nothing a reconcile reads changed"),
+            ),
+            "Relevant change" => {
+                // Step 8: kube's `owns` triggers each Foo among the owners.
+                let deployment = text("deployment");
+                let namespace = deployment.split_once('/').map(|(ns, _)| ns);
+                let foos = debug_strings(&text("foos"));
+                if foos.is_empty() {
+                    self.decided("deployments", &deployment, Err("no Foo among its owners"));
+                }
+                for foo in foos {
+                    let key = match namespace {
+                        Some(ns) => format!("{ns}/{foo}"),
+                        None => foo,
+                    };
+                    self.decided("deployments", &deployment, Ok(&key));
+                    self.added(&key);
+                }
+            }
+            "Adding to the work queue" => self.added(&object_key(&text("objectRef"))),
+            "Error syncing; requeuing for later retry" => {
+                let failed = (text("error"), duration_ms(&text("retry_in")));
+                let sync = ctx.event_span(event).and_then(|span| {
+                    span.scope()
+                        .find(|s| s.extensions().get::<Sync>().is_some())
+                });
+                match sync {
+                    Some(span) => {
+                        if let Some(sync) = span.extensions_mut().get_mut::<Sync>() {
+                            sync.failed = Some(failed);
+                        }
+                    }
+                    // Outside a sync (no such step today): a requeue alone.
+                    None => self.line(
+                        "queue",
+                        "requeue",
+                        &[("key", object_key(&text("objectRef")).into())],
+                    ),
+                }
+            }
+            "Foo referenced by item in work queue no longer exists" | "Foo no longer exists" => {
+                self.dropped(&object_key(&text("objectRef")));
+            }
+            "Event occurred" => self.line(
+                "event",
+                &text("type_"),
+                &[
+                    ("key", text("object").into()),
+                    ("reason", text("reason").into()),
+                    ("note", text("note").into()),
+                ],
+            ),
+            _ => {}
+        }
     }
+}
+
+/// The resource a handler span handles: `on_foo` and `on_deployment` of
+/// `src/handlers.rs`.
+fn handler_resource(meta: &Metadata<'_>) -> Option<&'static str> {
+    if !meta.is_span() || !meta.target().ends_with("::handlers") {
+        return None;
+    }
+    match meta.name() {
+        "on_foo" => Some("foos"),
+        "on_deployment" => Some("deployments"),
+        _ => None,
+    }
+}
+
+/// `namespace/name` from the ways the steps print a key: already so (Go's
+/// `klog.KObj`), or as kube's `ObjectRef` displays itself,
+/// `Kind.version.group/name.namespace` (a namespace has no dots).
+fn object_key(text: &str) -> String {
+    match text.split_once('/') {
+        Some((kind, rest)) if kind.contains('.') => match rest.rsplit_once('.') {
+            Some((name, namespace)) => format!("{namespace}/{name}"),
+            None => rest.to_string(),
+        },
+        _ => text.to_string(),
+    }
+}
+
+/// The strings of a `Debug`-printed list of names: `["a", "b"]`.
+fn debug_strings(text: &str) -> Vec<String> {
+    text.trim_start_matches('[')
+        .trim_end_matches(']')
+        .split(',')
+        .map(|s| s.trim().trim_matches('"').to_string())
+        .filter(|s| !s.is_empty())
+        .collect()
+}
+
+/// Milliseconds of a `Debug`-printed `Duration` (`5ms`, `1.28s`, `250µs`).
+fn duration_ms(text: &str) -> Option<u64> {
+    let units = [("ms", 1.0), ("µs", 1e-3), ("ns", 1e-6), ("s", 1000.0)];
+    let (number, scale) = units
+        .iter()
+        .find_map(|(unit, scale)| text.strip_suffix(unit).map(|n| (n, scale)))?;
+    let value: f64 = number.parse().ok()?;
+    Some((value * scale).round() as u64)
+}
+
+/// Which of the N workers a sync runs on. kube's scheduler runs at most N
+/// syncs at once but has no workers of its own; a sync takes the lowest
+/// free number for as long as it runs, as one of Go's N worker goroutines
+/// would.
+#[derive(Debug, Default)]
+pub struct Workers(Vec<bool>);
+
+impl Workers {
+    /// The lowest idle worker, busy until [`Workers::free`].
+    pub fn take(&mut self) -> usize {
+        let index = self.0.iter().position(|b| !b).unwrap_or_else(|| {
+            self.0.push(false);
+            self.0.len() - 1
+        });
+        self.0[index] = true;
+        index
+    }
+
+    /// Worker `index` is idle again.
+    pub fn free(&mut self, index: usize) {
+        if let Some(busy) = self.0.get_mut(index) {
+            *busy = false;
+        }
+    }
+}
+
+/// Locks a mutex, recovering the data if a panicking thread poisoned it.
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Milliseconds, to a tenth.
@@ -579,6 +608,16 @@ fn path_parts(url: &str) -> Vec<(&'static str, String)> {
 /// everything else as its text (`%value` fields are recorded by `Display`).
 #[derive(Default)]
 struct Fields(Map<String, Value>);
+
+impl Fields {
+    /// A field as text: a string as it is, anything else as JSON.
+    fn text(&self, name: &str) -> Option<String> {
+        self.0.get(name).map(|value| match value {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        })
+    }
+}
 
 impl Visit for Fields {
     fn record_f64(&mut self, field: &Field, value: f64) {
@@ -631,6 +670,12 @@ mod tests {
     use std::sync::Arc;
     use tracing_subscriber::layer::SubscriberExt;
 
+    use crate::handlers::{on_deployment, on_foo};
+    use crate::informer::Notification;
+    use crate::{Foo, FooSpec};
+    use k8s_openapi::api::apps::v1::Deployment;
+    use kube::runtime::reflector;
+
     /// A buffer the layer writes to and the test reads.
     #[derive(Clone, Default)]
     struct Buffer(Arc<Mutex<Vec<u8>>>);
@@ -646,7 +691,7 @@ mod tests {
     }
 
     /// The lines written while `f` ran, as JSON objects without `t`.
-    pub(crate) fn traced(f: impl FnOnce()) -> Vec<Map<String, Value>> {
+    fn traced(f: impl FnOnce()) -> Vec<Map<String, Value>> {
         let buffer = Buffer::default();
         let layer = FlowLayer::to_writer(buffer.clone()).with_filter(FilterFn::new(wanted));
         let subscriber = tracing_subscriber::registry().with(layer);
@@ -665,43 +710,131 @@ mod tests {
         value.as_object().unwrap().clone()
     }
 
+    fn foo(name: &str) -> Foo {
+        let mut foo = Foo::new(
+            name,
+            FooSpec {
+                deployment_name: format!("{name}-nginx"),
+                replicas: Some(1),
+            },
+        );
+        foo.metadata.namespace = Some("ns".into());
+        foo
+    }
+
+    /// The span kube-runtime's applier opens around a sync of `ns/NAME`.
+    fn sync_span(name: &str) -> tracing::Span {
+        tracing::info_span!(
+            target: "kube_runtime::controller",
+            "reconciling object",
+            "object.ref" = %format!("Foo.v1alpha1.samplecontroller.k8s.io/{name}.ns"),
+            object.reason = "object updated",
+        )
+    }
+
     #[test]
-    fn each_flow_event_is_a_line_with_its_lane_and_fields() {
-        let key = ObjectRef::<crate::Foo>::new("a").within("ns");
+    fn the_handlers_own_spans_give_their_decisions() {
+        let (foos, _) = reflector::store::<Foo>();
+        let mut unowned = Deployment::default();
+        unowned.metadata.name = Some("unowned".into());
+        unowned.metadata.namespace = Some("ns".into());
         let lines = traced(|| {
-            queued(&key, false);
-            queued(&key, true);
-            requeued(&key, Duration::from_millis(20), 3);
-            taken(&key, 1);
-            recorded("ns/a", "Warning", "ErrResourceExists", "taken");
-            // Not the flow: a log line is not written.
-            tracing::info!(key = "ns/a", "Successfully synced");
+            let _ = on_foo(&Notification::Added(Arc::new(foo("a"))));
+            let _ = on_deployment(&Notification::Added(Arc::new(unowned)), &foos);
         });
         assert_eq!(
             lines,
             [
-                json(serde_json::json!({"lane": "queue", "what": "add", "key": "ns/a"})),
-                json(serde_json::json!({"lane": "queue", "what": "merge", "key": "ns/a"})),
                 json(serde_json::json!({
-                    "lane": "queue", "what": "requeue", "key": "ns/a",
-                    "delay_ms": 20, "requeues": 3
+                    "lane": "handler", "what": "enqueue", "resource": "foos",
+                    "object": "ns/a", "key": "ns/a"
                 })),
-                json(
-                    serde_json::json!({"lane": "queue", "what": "take", "key": "ns/a", "worker": 1})
-                ),
                 json(serde_json::json!({
-                    "lane": "event", "what": "Warning", "key": "ns/a",
-                    "reason": "ErrResourceExists", "note": "taken"
+                    "lane": "handler", "what": "ignore", "resource": "deployments",
+                    "object": "ns/unowned", "reason": "no controller owner reference"
                 })),
             ]
         );
     }
 
     #[test]
-    fn a_request_is_a_line_with_its_verb_object_status_and_the_sync_it_was_made_for() {
-        let key = ObjectRef::<crate::Foo>::new("a").within("ns");
+    fn a_sync_is_kubes_span_around_it_with_the_worker_the_layer_numbers() {
         let lines = traced(|| {
-            let sync = sync_span(&key, 0);
+            tracing::debug!(target: "sample_controller::workqueue", objectRef = "ns/a", "Adding to the work queue");
+            tracing::debug!(target: "sample_controller::workqueue", objectRef = "ns/a", "Adding to the work queue");
+            let first = sync_span("a");
+            // A second sync at once takes the next worker.
+            let second = sync_span("b");
+            drop(second);
+            {
+                let _in = first.enter();
+                tracing::error!(
+                    target: "sample_controller::workqueue",
+                    objectRef = "ns/a",
+                    error = "taken",
+                    retry_in = ?Duration::from_millis(5),
+                    "Error syncing; requeuing for later retry"
+                );
+            }
+            drop(first);
+            // The retry succeeds on the lowest idle worker.
+            drop(sync_span("a"));
+        });
+        let lines: Vec<_> = lines
+            .into_iter()
+            .map(|mut line| {
+                line.remove("ms");
+                line
+            })
+            .collect();
+        let line = |v: Value| json(v);
+        assert_eq!(
+            lines,
+            [
+                line(serde_json::json!({"lane": "note", "what": "queue", "text": SCHEDULER_NOTE})),
+                line(serde_json::json!({"lane": "queue", "what": "add", "key": "ns/a"})),
+                line(serde_json::json!({"lane": "queue", "what": "merge", "key": "ns/a"})),
+                line(
+                    serde_json::json!({"lane": "queue", "what": "take", "key": "ns/a", "worker": 0})
+                ),
+                line(
+                    serde_json::json!({"lane": "worker", "what": "start", "key": "ns/a", "worker": 0})
+                ),
+                line(
+                    serde_json::json!({"lane": "queue", "what": "take", "key": "ns/b", "worker": 1})
+                ),
+                line(
+                    serde_json::json!({"lane": "worker", "what": "start", "key": "ns/b", "worker": 1})
+                ),
+                line(
+                    serde_json::json!({"lane": "worker", "what": "end", "key": "ns/b", "worker": 1, "outcome": "ok"})
+                ),
+                line(serde_json::json!({"lane": "queue", "what": "forget", "key": "ns/b"})),
+                line(serde_json::json!({
+                    "lane": "worker", "what": "end", "key": "ns/a", "worker": 0,
+                    "outcome": "error", "error": "taken"
+                })),
+                line(serde_json::json!({
+                    "lane": "queue", "what": "requeue", "key": "ns/a", "delay_ms": 5, "requeues": 1
+                })),
+                line(
+                    serde_json::json!({"lane": "queue", "what": "take", "key": "ns/a", "worker": 0})
+                ),
+                line(
+                    serde_json::json!({"lane": "worker", "what": "start", "key": "ns/a", "worker": 0})
+                ),
+                line(
+                    serde_json::json!({"lane": "worker", "what": "end", "key": "ns/a", "worker": 0, "outcome": "ok"})
+                ),
+                line(serde_json::json!({"lane": "queue", "what": "forget", "key": "ns/a"})),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_request_is_a_line_with_its_verb_object_status_and_the_sync_it_was_made_for() {
+        let lines = traced(|| {
+            let sync = sync_span("a");
             let _in_sync = sync.enter();
             // What kube-client's TraceLayer opens for a request.
             let request = tracing::debug_span!(
@@ -725,13 +858,16 @@ mod tests {
             );
             drop(failed);
         });
-        let without_ms = |mut line: Map<String, Value>| {
-            assert!(line.remove("ms").unwrap().is_number());
-            line
-        };
-        let lines: Vec<_> = lines.into_iter().map(without_ms).collect();
+        let requests: Vec<_> = lines
+            .into_iter()
+            .filter(|line| line["lane"] == "api")
+            .map(|mut line| {
+                assert!(line.remove("ms").unwrap().is_number());
+                line
+            })
+            .collect();
         assert_eq!(
-            lines,
+            requests,
             [
                 json(serde_json::json!({
                     "lane": "api", "what": "create", "method": "POST",
@@ -745,6 +881,86 @@ mod tests {
                 })),
             ]
         );
+    }
+
+    #[test]
+    fn step_8s_triggers_come_from_its_watch_and_predicate_lines() {
+        let lines = traced(|| {
+            let target = "step8::caches";
+            tracing::debug!(target: "step8::caches", resource = "foos", "Relisting");
+            tracing::debug!(target: "step8::caches", event = "apply", resource = "foos", object = "ns/a", resource_version = "7", "Watch event");
+            tracing::debug!(target: "step8::caches", deployment = "ns/a-nginx", foos = ?["a"], "Relevant change");
+            tracing::debug!(target: "step8::caches", deployment = "ns/taken", foos = ?Vec::<&str>::new(), "Relevant change");
+            tracing::debug!(target: "step8::caches", deployment = "ns/a-nginx", "Ignored: nothing a reconcile reads changed");
+            tracing::debug!(target: "step8::reconciler", objectRef = "Foo.v1alpha1.samplecontroller.k8s.io/a.ns", "Foo no longer exists");
+            let _ = target;
+        });
+        let shapes: Vec<String> = lines
+            .iter()
+            .map(|l| {
+                let text = |n: &str| l.get(n).and_then(Value::as_str).unwrap_or("-").to_string();
+                format!(
+                    "{} {} {} {}",
+                    text("lane"),
+                    text("what"),
+                    text("key"),
+                    text("reason")
+                )
+            })
+            .collect();
+        assert_eq!(
+            shapes,
+            [
+                "watch relist - -",
+                "watch apply ns/a -",
+                "handler enqueue ns/a -",
+                "note queue - -",
+                "queue add ns/a -",
+                "handler enqueue ns/a -",
+                "queue merge ns/a -",
+                "handler ignore - no Foo among its owners",
+                "handler ignore - nothing a reconcile reads changed",
+                "queue drop ns/a -",
+            ]
+        );
+    }
+
+    #[test]
+    fn an_event_is_its_type_reason_and_note() {
+        let lines = traced(|| {
+            tracing::debug!(
+                target: "sample_controller::vocabulary",
+                object = "ns/a",
+                type_ = ?kube::runtime::events::EventType::Warning,
+                reason = "ErrResourceExists",
+                note = "taken",
+                "Event occurred"
+            );
+            // An info line of the log is not a line of the flow.
+            tracing::info!(target: "sample_controller::workqueue", objectRef = "ns/a", "Successfully synced");
+        });
+        assert_eq!(
+            lines,
+            [json(serde_json::json!({
+                "lane": "event", "what": "Warning", "key": "ns/a",
+                "reason": "ErrResourceExists", "note": "taken"
+            }))]
+        );
+    }
+
+    #[test]
+    fn keys_read_the_same_from_go_names_and_kubes_object_refs() {
+        assert_eq!(object_key("ns/a"), "ns/a");
+        assert_eq!(
+            object_key("Foo.v1alpha1.samplecontroller.k8s.io/a.b.ns"),
+            "ns/a.b"
+        );
+        assert_eq!(duration_ms("5ms"), Some(5));
+        assert_eq!(duration_ms("1.28s"), Some(1280));
+        assert_eq!(duration_ms("250µs"), Some(0));
+        assert_eq!(duration_ms("soon"), None);
+        assert_eq!(debug_strings(r#"["a", "b"]"#), ["a", "b"]);
+        assert!(debug_strings("[]").is_empty());
     }
 
     #[test]
@@ -767,22 +983,10 @@ mod tests {
                 ("subresource", "status".into())
             ]
         );
-        // The namespaces themselves are a resource too.
         assert_eq!(
             parts("/api/v1/namespaces/ns"),
             [("resource", "namespaces".into()), ("name", "ns".into())]
         );
-    }
-
-    #[test]
-    fn a_sync_takes_the_lowest_idle_worker_and_frees_it_when_done() {
-        let workers = Workers::new(2);
-        let (first, second) = (workers.take(), workers.take());
-        assert_eq!((first, second), (0, 1));
-        workers.free(first);
-        assert_eq!(workers.take(), 0);
-        // A third at once is numbered past the end rather than lost.
-        assert_eq!(workers.take(), 2);
     }
 
     #[test]

@@ -17,12 +17,12 @@ use k8s_openapi::api::apps::v1::Deployment;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
 use kube::{Api, ResourceExt};
+use tracing::instrument;
 
 use crate::Foo;
 use crate::deployment::controller_of;
 use crate::diagnose::explain_watch;
-use crate::flow;
-use crate::informer::{Notification, informer, resync};
+use crate::informer::{Notification, informer, object_name, resync};
 
 // ANCHOR: ignored
 /// Why a handler put nothing in the queue. Step 3 prints it.
@@ -64,13 +64,19 @@ pub type Decision = Result<ObjectRef<Foo>, Ignored>;
 /// Foo handler: every add and update enqueues the Foo; deletes are left to
 /// the garbage collector, which removes the owned Deployment.
 /// Go: `AddFunc: enqueueFoo`, `UpdateFunc: enqueueFoo(new)`, no `DeleteFunc`.
+// Each decision is logged at debug level (Go's handleObject logs at -v=4).
+#[instrument(
+    level = "debug",
+    skip_all,
+    fields(object = %object_name(notification.object().as_ref())),
+    ret(Display),
+    err(level = "debug", Display)
+)]
 pub fn on_foo(notification: &Notification<Foo>) -> Decision {
-    let decision = match notification {
+    match notification {
         Notification::Added(foo) | Notification::Updated { new: foo, .. } => Ok(enqueue_foo(foo)),
         Notification::Deleted(_) => Err(Ignored::FooDeleted),
-    };
-    flow::decided("foos", notification.object().as_ref(), &decision); // for the live view
-    decision
+    }
 }
 
 /// The work-queue key of a Foo: its namespace and name. Go: `enqueueFoo`
@@ -85,15 +91,21 @@ pub fn enqueue_foo(foo: &Foo) -> ObjectRef<Foo> {
 /// controls enqueues that Foo, so a deleted or edited Deployment is put back.
 /// An update whose resourceVersion did not change is a resync replay, not a
 /// change, and is ignored. Go: the Deployment `AddFunc`, `UpdateFunc`, `DeleteFunc`.
+// Logged as `on_foo`'s decisions are.
+#[instrument(
+    level = "debug",
+    skip_all,
+    fields(object = %object_name(notification.object().as_ref())),
+    ret(Display),
+    err(level = "debug", Display)
+)]
 pub fn on_deployment(notification: &Notification<Deployment>, foos: &Store<Foo>) -> Decision {
-    let decision = match notification {
+    match notification {
         Notification::Updated { old, new } if old.resource_version() == new.resource_version() => {
             Err(Ignored::ResyncReplay)
         }
         other => handle_object(other.object(), foos),
-    };
-    flow::decided("deployments", notification.object().as_ref(), &decision); // for the live view
-    decision
+    }
 }
 
 /// The Foo that controls `deployment`, if it is in the cache. Go: `handleObject`.

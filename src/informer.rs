@@ -20,8 +20,6 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Resource};
 use serde::de::DeserializeOwned;
 
-use crate::flow;
-
 // ANCHOR: notification
 /// What a handler is told. Go: the `AddFunc`, `UpdateFunc` and `DeleteFunc`
 /// arguments of `cache.ResourceEventHandlerFuncs`.
@@ -59,6 +57,16 @@ pub fn key_string<K: Resource>(key: &ObjectRef<K>) -> String {
     match &key.namespace {
         Some(ns) => format!("{ns}/{}", key.name),
         None => key.name.clone(),
+    }
+}
+
+/// The `namespace/name` of an object, as Go's `klog.KObj(obj)` prints it.
+pub fn object_name<K: Resource>(object: &K) -> String {
+    let meta = object.meta();
+    let name = meta.name.as_deref().unwrap_or_default();
+    match meta.namespace.as_deref() {
+        Some(ns) => format!("{ns}/{name}"),
+        None => name.to_string(),
     }
 }
 
@@ -135,9 +143,6 @@ where
         .map_ok(move |event| {
             // Compare with the cache *before* the event changes it, notify after.
             let changes = notifications(&reader, &mut relist, &event);
-            if flow::enabled() {
-                traced(&event, &changes);
-            }
             writer.apply_watcher_event(&event);
             stream::iter(changes.into_iter().map(Ok))
         })
@@ -146,24 +151,42 @@ where
 }
 // ANCHOR_END: informer
 
-/// Writes the flow's `watch` lines for one watcher event: a relist as it
-/// starts, and each notification as the handlers get it.
-fn traced<K>(event: &watcher::Event<K>, changes: &[Notification<K>])
+/// Logs, at debug level, what a watcher event tells the handlers: a relist
+/// as it starts, then each notification. Go logs neither; with
+/// `RUST_LOG=sample_controller::informer=debug` they show what the handlers
+/// are about to be told.
+fn log_notifications<K>(event: &watcher::Event<K>, changes: &[Notification<K>])
 where
     K: Resource,
     K::DynamicType: Default,
 {
     if matches!(event, watcher::Event::Init) {
-        flow::relisting(&K::plural(&K::DynamicType::default()));
+        let kind = K::DynamicType::default();
+        tracing::debug!(resource = %K::plural(&kind), "Relisting");
     }
     for change in changes {
-        let what = match change {
+        let event = match change {
             Notification::Added(_) => "add",
             Notification::Updated { .. } => "update",
             Notification::Deleted(_) => "delete",
         };
-        flow::watched(what, change.object().as_ref());
+        notifying(event, change.object().as_ref());
     }
+}
+
+/// Logs, at debug level, that handlers are told `event` about `object`.
+fn notifying<K>(event: &'static str, object: &K)
+where
+    K: Resource,
+    K::DynamicType: Default,
+{
+    tracing::debug!(
+        event,
+        resource = %K::plural(&K::DynamicType::default()),
+        object = %object_name(object),
+        resource_version = object.meta().resource_version.as_deref().unwrap_or_default(),
+        "Notifying handlers"
+    );
 }
 
 /// A (re)list in progress: the keys it has returned so far, and the
@@ -190,6 +213,21 @@ impl<K: Resource> Default for Relist<K> {
 
 /// The notifications one watcher event causes, given the cache before it.
 fn notifications<K>(
+    cache: &Store<K>,
+    relist: &mut Relist<K>,
+    event: &watcher::Event<K>,
+) -> Vec<Notification<K>>
+where
+    K: Resource + Clone,
+    K::DynamicType: Default + Eq + Hash + Clone,
+{
+    let changes = changes(cache, relist, event);
+    log_notifications(event, &changes);
+    changes
+}
+
+/// [`notifications`], unlogged.
+fn changes<K>(
     cache: &Store<K>,
     relist: &mut Relist<K>,
     event: &watcher::Event<K>,
@@ -259,7 +297,7 @@ where
     });
     ticks.flat_map(move |()| {
         let replay = cache.state().into_iter().map(|obj| {
-            flow::watched("resync", obj.as_ref());
+            notifying("resync", obj.as_ref());
             Ok(Notification::Updated {
                 old: obj.clone(),
                 new: obj,

@@ -14,13 +14,10 @@ use crate::flow;
 ///
 /// Steps print what a learner should read to stdout; logs go to stderr so the
 /// two never interleave mid-line. With `SAMPLE_CONTROLLER_FLOW=PATH`, the
-/// step also writes its flow to PATH ([`flow`]); the log never shows it.
+/// step also writes its flow to PATH ([`flow`]), derived from the same events
+/// and spans; the log shows them only as `RUST_LOG` asks.
 pub fn init() {
-    let mut filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
-    // The flow goes to its own file, never to the log.
-    if let Ok(off) = format!("{}=off", flow::TARGET).parse() {
-        filter = filter.add_directive(off);
-    }
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
     let logs = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal()) // no colour codes in files and pipes

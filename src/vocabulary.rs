@@ -14,7 +14,7 @@ use kube::{Client, Resource, ResourceExt};
 
 use crate::Foo;
 use crate::deployment::is_controlled_by;
-use crate::flow;
+use crate::informer::object_name;
 
 // ANCHOR: constants
 /// Names this controller in Events and in managedFields. Go: `controllerAgentName`.
@@ -78,11 +78,15 @@ pub async fn publish(
         action: "Sync".into(),
         secondary: None,
     };
-    let kind = match &event.type_ {
-        EventType::Normal => "Normal",
-        EventType::Warning => "Warning",
-    };
-    flow::recorded(&flow::key_of(foo), kind, reason, message);
+    // Go's event broadcaster also logs each Event (`StartStructuredLogging`);
+    // here at debug level.
+    tracing::debug!(
+        object = %object_name(foo),
+        type_ = ?event.type_,
+        reason,
+        note = message,
+        "Event occurred"
+    );
     if let Err(err) = recorder.publish(&event, &foo.object_ref(&())).await {
         tracing::warn!(%reason, error = %err, "cannot record event");
     }

@@ -31,7 +31,6 @@ use kube::runtime::controller::{self, Action, applier};
 use kube::runtime::reflector::{ObjectRef, Store};
 
 use crate::Foo;
-use crate::flow::QueueFlow;
 use crate::informer::key_string;
 use crate::signals::Shutdown;
 
@@ -193,29 +192,21 @@ pub async fn run<K, E, Fut>(
     E: StdError + Send + 'static,
     Fut: Future<Output = Result<(), E>> + Send + 'static,
 {
-    // What the queue and its workers do, for the flow (src/flow.rs; off by default).
-    let flow = Arc::new(QueueFlow::new(usize::from(workers)));
-    let reconcile = {
-        let flow = flow.clone();
-        move |obj: Arc<K>, limiter: Arc<RateLimiter<ObjectRef<K>>>| {
-            let key = ObjectRef::from(obj.as_ref());
-            let worker = flow.take(&key);
-            let synced = worker.in_scope(|| sync(obj));
-            let flow = flow.clone();
-            // applier wants an Unpin future; boxing here spares every caller.
-            Box::pin(async move {
-                worker.run(synced).await?;
-                limiter.forget(&key); // Go: c.workqueue.Forget(objRef)
-                flow.forget(&key);
-                Ok::<_, E>(Action::await_change())
-            })
-        }
+    // applier opens a `reconciling object` span around each sync and the
+    // error policy, so every log line of a sync names its key.
+    let reconcile = move |obj: Arc<K>, limiter: Arc<RateLimiter<ObjectRef<K>>>| {
+        let key = ObjectRef::from(obj.as_ref());
+        let synced = sync(obj);
+        // applier wants an Unpin future; boxing here spares every caller.
+        Box::pin(async move {
+            synced.await?;
+            limiter.forget(&key); // Go: c.workqueue.Forget(objRef)
+            Ok::<_, E>(Action::await_change())
+        })
     };
-    let retry_flow = flow.clone();
     let error_policy = move |obj: Arc<K>, err: &E, limiter: Arc<RateLimiter<ObjectRef<K>>>| {
         let key = ObjectRef::from(obj.as_ref());
         let delay = limiter.when(&key); // Go: c.workqueue.AddRateLimited(objRef)
-        retry_flow.requeue(&key, delay, limiter.num_requeues(&key));
         tracing::error!(
             objectRef = %key_string(&key),
             error = %err,
@@ -225,9 +216,8 @@ pub async fn run<K, E, Fut>(
         Action::requeue(delay)
     };
     let config = controller::Config::default().concurrency(workers);
-    let added = flow.clone();
     let queue = queue
-        .inspect(move |key| added.add(key))
+        .inspect(|key| tracing::debug!(objectRef = %key_string(key), "Adding to the work queue"))
         .map(Ok::<_, Infallible>);
     applier(
         reconcile,
@@ -244,7 +234,6 @@ pub async fn run<K, E, Fut>(
                 let mut gone = ObjectRef::<K>::new(&key.name);
                 gone.namespace = key.namespace;
                 limiter.forget(&gone); // Go returns nil here, so the key is forgotten
-                flow.drop_key(&gone);
                 tracing::info!(
                     objectRef = %key_string(&gone),
                     "Foo referenced by item in work queue no longer exists"

@@ -2,8 +2,8 @@
 //! (`src/flow.rs`), read back from runs of step 7 and step 8 against a real
 //! control plane: a Foo's way from its watch event to its Deployment, its
 //! status and its Event, and a foreign Deployment's refusal with a growing
-//! backoff; for step 8, kube's `Controller` in the same vocabulary
-//! (`step8/src/flow.rs`).
+//! backoff; for step 8, kube's `Controller` in the same vocabulary, all
+//! derived from the steps' own events and kube's spans.
 
 mod support;
 
@@ -141,19 +141,24 @@ async fn step_8_maps_kubes_controller_onto_the_same_lines_and_says_what_it_canno
     let dir = tempfile_dir("flow8");
     let (mut step, trace) = start_traced(cp, &ns, "step-8", &dir, &[]);
     step.expect(&["Starting workers"]).await;
-    // Its first line past the startup requests says that kube's scheduler
-    // is not observable.
+    create_foo(&client, &ns, "traced", "traced-nginx", Some(1)).await;
+    // Before its first queue or worker line, the flow says that kube's
+    // scheduler is not observable.
+    flows(
+        &trace,
+        &[serde_json::json!({"lane": "queue", "what": "take"})],
+    )
+    .await;
     let first = lines(&trace)
         .into_iter()
-        .find(|l| l["lane"] != "api")
-        .expect("a line past the startup requests");
+        .find(|l| ["note", "queue", "worker"].contains(&l["lane"].as_str().unwrap_or_default()))
+        .expect("a queue line");
     assert_eq!(first["lane"], "note", "{first:?}");
     assert!(
         first["text"].as_str().unwrap().contains("inferred"),
         "{first:?}"
     );
 
-    create_foo(&client, &ns, "traced", "traced-nginx", Some(1)).await;
     let key = format!("{ns}/traced");
     let found = flows(
         &trace,

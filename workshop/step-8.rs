@@ -5,7 +5,7 @@
 //! rewritten so that every write is a server-side apply of only what this
 //! controller owns, and made only when it changes something. kube's
 //! `Controller` (its watches, the Deployment predicate, per-key backoff,
-//! graceful shutdown: step8/src/reconciler.rs `run_with`) and `reconcile`
+//! graceful shutdown: step8/src/reconciler.rs `run`, copied) and `reconcile`
 //! around your `sync` are done.
 //!
 //! Read: book/src/step-8.md, "The idioms, one by one". Check your work
@@ -24,22 +24,27 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use clap::Parser;
+use futures::{StreamExt, future};
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
 use kube::api::{Patch, PatchParams, PostParams};
-use kube::runtime::controller::Action;
+use kube::runtime::WatchStreamExt;
+use kube::runtime::controller::{self, Action, Controller};
 use kube::runtime::events::EventType;
-use kube::runtime::reflector::ObjectRef;
-use kube::{Api, Resource, ResourceExt};
+use kube::runtime::reflector::{self, ObjectRef};
+use kube::{Api, Client, Resource, ResourceExt};
 use sample_controller::config::{ClientFlags, NamespaceFlag, client_from_flags};
 use sample_controller::deployment::new_deployment;
 use sample_controller::diagnose::{Fatal, check_reachable};
+use sample_controller::informer::watch_list;
+use sample_controller::signals::Shutdown;
 use sample_controller::vocabulary::{
     FIELD_MANAGER, MESSAGE_RESOURCE_SYNCED, SUCCESS_SYNCED, ensure_controlled, publish,
 };
 use sample_controller::{Foo, FooStatus, signals, telemetry};
+use step8::caches::{Synced, drop_managed_fields, relevant_changes, settled, strip_deployment};
 use step8::error::Error;
 use step8::probes::Probes;
-use step8::reconciler::{self, Context};
+use step8::reconciler::{Context, error_policy, log_result, report_ready};
 
 /// The sample controller, the kube-rs way: one nginx Deployment per Foo.
 #[derive(Parser, Debug)]
@@ -55,8 +60,8 @@ struct Args {
 }
 
 /// Not the reference's `main` (step8/step-8.rs), which adds leader election,
-/// probes, metrics and RBAC warnings: the same `run_with`, with `reconcile`
-/// below around your `sync`.
+/// probes, metrics and RBAC warnings: the same `run` (below, the
+/// reference's), whose `reconcile` calls your `sync`.
 #[tokio::main]
 async fn main() -> Result<(), Fatal> {
     telemetry::init();
@@ -67,17 +72,102 @@ async fn main() -> Result<(), Fatal> {
     let client = connection.client;
 
     // kube's Controller over Foos and the Deployments they own, calling
-    // `reconcile` below (step8/src/reconciler.rs `run_with`).
-    reconciler::run_with(
+    // `reconcile` below.
+    run(
         client.clone(),
         args.namespace.api(&client),
         args.namespace.api(&client),
         shutdown,
         args.workers,
         Arc::new(Probes::default()),
-        reconcile,
     )
     .await?;
+    Ok(())
+}
+
+/// Watches Foos and the Deployments they own and reconciles each Foo that
+/// changed with `workers` reconciles at most at a time, until `shutdown`
+/// (then the reconciles in flight finish). Go: `NewController`, the
+/// informer factories, `Run`.
+pub async fn run(
+    client: Client,
+    foos: Api<Foo>,
+    deployments: Api<Deployment>,
+    shutdown: Shutdown,
+    workers: u16,
+    probes: Arc<Probes>,
+) -> anyhow::Result<()> {
+    // Both watches start as client-go's do against a 1.37 API server: one
+    // WATCH that streams the existing objects (`streaming_lists()`), so the
+    // API server never builds one large list response; LIST then WATCH where
+    // it cannot (src/informer.rs).
+
+    // The Foo cache, and a trigger per Foo change. Idiom: `modify` drops
+    // managedFields before an object is cached (nothing here reads them; they
+    // are often the larger part of a small object). Go keeps them.
+    let (foo_cache, foo_writer) = reflector::store();
+    let (foos_filled, foos_synced) = Synced::new();
+    let foo_events = watch_list(foos)
+        .default_backoff()
+        .modify(drop_managed_fields)
+        .reflect(foo_writer);
+    let foo_triggers = settled(foo_events, "foos", foos_filled).applied_objects();
+
+    // The Deployment cache, and a trigger per relevant Deployment change.
+    // Idiom: the cache keeps only what `sync` and the predicate read
+    // ([`strip_deployment`]). Go caches the whole object.
+    let (deployment_cache, deployment_writer) = reflector::store();
+    let (deployments_filled, deployments_synced) = Synced::new();
+    let deployment_events = watch_list(deployments)
+        .default_backoff()
+        .modify(strip_deployment)
+        .reflect(deployment_writer);
+    let deployment_triggers = relevant_changes(settled(
+        deployment_events,
+        "deployments",
+        deployments_filled,
+    ));
+
+    let ctx = Arc::new(Context::new(
+        client,
+        deployment_cache,
+        deployments_synced.clone().or_stop_on(shutdown.clone()),
+        probes,
+    ));
+    tokio::spawn(report_ready(
+        foos_synced.clone(),
+        deployments_synced,
+        ctx.probes.clone(),
+        workers,
+    ));
+
+    tracing::info!("Waiting for informer caches to sync");
+    // Idiom: `owns` instead of Go's `handleObject`: a Deployment change
+    // triggers every Foo in its ownerReferences (Go: only the one marked
+    // controller), and a Foo no longer in the cache is simply not reconciled.
+    let controller = Controller::for_stream(foo_triggers, foo_cache)
+        .owns_stream(deployment_triggers)
+        .with_config(controller::Config::default().concurrency(workers))
+        .graceful_shutdown_on(shutdown.clone())
+        .run(reconcile, error_policy, ctx)
+        .for_each(|result| {
+            log_result(result);
+            future::ready(())
+        });
+    // kube's Controller stops polling the watches once a shutdown begins, and
+    // its runner waits for the Foo cache: stopped before that cache filled,
+    // it would wait forever. Nothing can be reconciling then; stop at once.
+    let stopped_before_sync = async {
+        shutdown.await;
+        if foos_synced.is_set() {
+            future::pending::<()>().await;
+        }
+    };
+    tokio::select! {
+        () = controller => {}
+        () = stopped_before_sync => {}
+    }
+    tracing::info!("Shutting down workers");
     Ok(())
 }
 

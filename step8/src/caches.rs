@@ -23,7 +23,7 @@ use tokio::sync::watch;
 use crate::error::Error;
 use sample_controller::Foo;
 use sample_controller::diagnose::explain_watch;
-use sample_controller::flow;
+use sample_controller::informer::object_name;
 use sample_controller::signals::Shutdown;
 
 // ANCHOR: synced
@@ -105,8 +105,8 @@ impl Synced {
 ///   order.
 /// - `InitDone` sets `synced`.
 ///
-/// Each event is also a `watch` line of the flow (step8/src/flow.rs).
-pub(crate) fn settled<K, S>(
+/// Each event is logged at debug level (`RUST_LOG=step8::caches=debug`).
+pub fn settled<K, S>(
     events: S,
     resource: &'static str,
     synced: watch::Sender<bool>,
@@ -118,15 +118,7 @@ where
 {
     let mut held = Vec::new();
     events.flat_map(move |event| {
-        match &event {
-            Ok(watcher::Event::Init) => flow::relisting(resource),
-            // kube's watcher does not tell an add from an update.
-            Ok(watcher::Event::Apply(obj) | watcher::Event::InitApply(obj)) => {
-                flow::watched("apply", obj)
-            }
-            Ok(watcher::Event::Delete(obj)) => flow::watched("delete", obj),
-            _ => {}
-        }
+        log_event(resource, &event);
         let out = match event {
             Err(err) => {
                 tracing::warn!("{}", explain_watch(&err, resource));
@@ -153,6 +145,27 @@ where
 }
 // ANCHOR_END: synced
 
+/// Logs a watch event at debug level: a relist as it starts, each object as
+/// it comes (`apply`: kube's watcher does not tell an add from an update).
+fn log_event<K: Resource>(resource: &str, event: &Result<watcher::Event<K>, watcher::Error>) {
+    let (event, object) = match event {
+        Ok(watcher::Event::Init) => {
+            tracing::debug!(resource, "Relisting");
+            return;
+        }
+        Ok(watcher::Event::Apply(obj) | watcher::Event::InitApply(obj)) => ("apply", obj),
+        Ok(watcher::Event::Delete(obj)) => ("delete", obj),
+        _ => return,
+    };
+    tracing::debug!(
+        event,
+        resource,
+        object = %object_name(object),
+        resource_version = object.meta().resource_version.as_deref().unwrap_or_default(),
+        "Watch event"
+    );
+}
+
 // ANCHOR: relevant_changes
 /// The Deployments whose change can matter to their Foo: every delete, and
 /// every add or update that changed the spec (generation), the owner
@@ -170,7 +183,7 @@ where
 /// without a word. Each one that was seen before and is missing from a
 /// relist is passed on as deleted, so its Foo is reconciled. Go: the
 /// informer's `DeletedFinalStateUnknown`, which reaches `handleObject`.
-pub(crate) fn relevant_changes(
+pub fn relevant_changes(
     events: impl Stream<Item = Result<watcher::Event<Deployment>, watcher::Error>> + Send,
 ) -> impl Stream<Item = Result<Deployment, watcher::Error>> + Send {
     // Per Deployment: the hash of what matters, and who owns it.
@@ -187,8 +200,7 @@ pub(crate) fn relevant_changes(
                 let hash = relevance(&d);
                 let before = seen.insert(key, (hash, owners_of(&d)));
                 if before.is_some_and(|(h, _)| h == hash) {
-                    let why = "nothing a reconcile reads changed";
-                    flow::decided("deployments", &d, &Err::<ObjectRef<Foo>, _>(why));
+                    tracing::debug!(deployment = %object_name(&d), "Ignored: nothing a reconcile reads changed");
                     Vec::new()
                 } else {
                     vec![Ok(d)]
@@ -217,8 +229,21 @@ pub(crate) fn relevant_changes(
             }
             Err(err) => vec![Err(err)],
         };
+        relevant.iter().flatten().for_each(log_relevant);
         stream::iter(relevant)
     })
+}
+
+/// Logs, at debug level, a Deployment change passed on, and the Foos among
+/// its owners, which `owns` reconciles.
+fn log_relevant(deployment: &Deployment) {
+    let foos: Vec<&str> = deployment
+        .owner_references()
+        .iter()
+        .filter(|owner| owner.kind == Foo::kind(&()) && owner.api_version == Foo::api_version(&()))
+        .map(|owner| owner.name.as_str())
+        .collect();
+    tracing::debug!(deployment = %object_name(deployment), foos = ?foos, "Relevant change");
 }
 
 /// What `owns` needs of a Deployment to find its Foos: its name, namespace
@@ -254,7 +279,7 @@ pub(crate) fn relevance(deployment: &Deployment) -> u64 {
 // ANCHOR_END: relevant_changes
 
 /// Removes what no reconcile reads before an object is cached.
-pub(crate) fn drop_managed_fields<K: Resource>(obj: &mut K) {
+pub fn drop_managed_fields<K: Resource>(obj: &mut K) {
     obj.managed_fields_mut().clear();
     if let Some(annotations) = obj.meta_mut().annotations.as_mut() {
         annotations.remove("kubectl.kubernetes.io/last-applied-configuration");

@@ -10,16 +10,8 @@
 
 pub mod caches;
 pub mod error;
-pub mod flow;
 pub mod leader;
 pub mod metrics;
 pub mod probes;
 pub mod reconciler;
 pub mod server;
-
-// The heap-profiling build (`cargo xtask heap-profile`, feature `dhat-heap`):
-// every allocation of the process goes through dhat, which records where it
-// was made; `reconciler::run_with` starts and ends the recording.
-#[cfg(feature = "dhat-heap")]
-#[global_allocator]
-static ALLOC: dhat::Alloc = dhat::Alloc;

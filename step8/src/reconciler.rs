@@ -14,7 +14,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use futures::{StreamExt, TryStreamExt, future};
+use futures::{StreamExt, future};
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::runtime::controller::{self, Action, Controller};
@@ -25,7 +25,6 @@ use kube::{Api, Client, Resource, ResourceExt};
 
 use crate::caches::{Synced, drop_managed_fields, relevant_changes, settled, strip_deployment};
 use crate::error::Error;
-use crate::flow::ControllerFlow;
 use crate::probes::Probes;
 use sample_controller::deployment::new_deployment;
 use sample_controller::informer::{key_string, watch_list};
@@ -88,37 +87,6 @@ pub async fn run(
     workers: u16,
     probes: Arc<Probes>,
 ) -> anyhow::Result<()> {
-    run_with(
-        client,
-        foos,
-        deployments,
-        shutdown,
-        workers,
-        probes,
-        reconcile,
-    )
-    .await
-}
-
-/// [`run`] with another `reconcile` (the workshop's step 8 starter passes
-/// the learner's; [`error_policy`] stays this module's).
-pub async fn run_with<F, Fut>(
-    client: Client,
-    foos: Api<Foo>,
-    deployments: Api<Deployment>,
-    shutdown: Shutdown,
-    workers: u16,
-    probes: Arc<Probes>,
-    reconcile: F,
-) -> anyhow::Result<()>
-where
-    F: FnMut(Arc<Foo>, Arc<Context>) -> Fut,
-    Fut: Future<Output = Result<Action, Error>> + Send + 'static,
-{
-    // Only in the heap-profiling build of `cargo xtask heap-profile`: records
-    // every allocation until this returns, then writes dhat-heap.json.
-    #[cfg(feature = "dhat-heap")]
-    let _profiler = dhat::Profiler::builder().trim_backtraces(Some(16)).build();
     // Both watches start as client-go's do against a 1.37 API server: one
     // WATCH that streams the existing objects (`streaming_lists()`), so the
     // API server never builds one large list response; LIST then WATCH where
@@ -133,13 +101,7 @@ where
         .default_backoff()
         .modify(drop_managed_fields)
         .reflect(foo_writer);
-    // What goes into and comes out of the Controller, for the flow
-    // (step8/src/flow.rs; off by default).
-    let flow = Arc::new(ControllerFlow::new(workers));
-    let foo_flow = flow.clone();
-    let foo_triggers = settled(foo_events, "foos", foos_filled)
-        .applied_objects()
-        .inspect_ok(move |foo| foo_flow.foo_changed(foo));
+    let foo_triggers = settled(foo_events, "foos", foos_filled).applied_objects();
 
     // The Deployment cache, and a trigger per relevant Deployment change.
     // Idiom: the cache keeps only what `sync` and the predicate read
@@ -150,13 +112,11 @@ where
         .default_backoff()
         .modify(strip_deployment)
         .reflect(deployment_writer);
-    let deployment_flow = flow.clone();
     let deployment_triggers = relevant_changes(settled(
         deployment_events,
         "deployments",
         deployments_filled,
-    ))
-    .inspect_ok(move |deployment| deployment_flow.deployment_changed(deployment));
+    ));
 
     let ctx = Arc::new(Context::new(
         client,
@@ -179,9 +139,8 @@ where
         .owns_stream(deployment_triggers)
         .with_config(controller::Config::default().concurrency(workers))
         .graceful_shutdown_on(shutdown.clone())
-        .run(flow.reconcile(reconcile), flow.error_policy(), ctx)
+        .run(reconcile, error_policy, ctx)
         .for_each(|result| {
-            flow.reported(&result);
             log_result(result);
             future::ready(())
         });
@@ -463,7 +422,7 @@ async fn update_foo_status(
 
 /// Marks the process ready and logs `Starting workers` once both caches hold
 /// their first full list.
-async fn report_ready(foos: Synced, deployments: Synced, probes: Arc<Probes>, workers: u16) {
+pub async fn report_ready(foos: Synced, deployments: Synced, probes: Arc<Probes>, workers: u16) {
     if future::try_join(foos.wait(), deployments.wait())
         .await
         .is_ok()
@@ -475,7 +434,9 @@ async fn report_ready(foos: Synced, deployments: Synced, probes: Arc<Probes>, wo
 
 /// Logs what the controller reports for each reconcile and each watch error.
 /// Go: `utilruntime.HandleError` and the worker's log lines.
-fn log_result(result: Result<(ObjectRef<Foo>, Action), controller::Error<Error, watcher::Error>>) {
+pub fn log_result(
+    result: Result<(ObjectRef<Foo>, Action), controller::Error<Error, watcher::Error>>,
+) {
     match result {
         Ok((key, _)) => tracing::info!(objectRef = %key_string(&key), "Successfully synced"),
         // Logged with its retry delay by `error_policy`.

@@ -1,7 +1,8 @@
 //! `cargo xtask heap-profile`: where step 8's heap goes, by dhat.
 //!
-//! Builds step 8 with the `dhat-heap` feature (dhat as the global allocator,
-//! recording the call stack of every allocation; a release build with debug
+//! Builds step 8's controller under dhat (`step8/examples/heap_profile.rs`,
+//! feature `dhat-heap`: dhat as the global allocator, recording the call
+//! stack of every allocation; a release build with debug
 //! info, in `target/heap` so the benchmark's binary is untouched), runs it
 //! against the local control plane while the benchmark's workload happens —
 //! N Foos created at once, until every Foo has converged and 30 s after —
@@ -93,7 +94,7 @@ pub async fn heap_profile(args: HeapArgs) -> Result<()> {
     }
     let target = root.join("target/heap");
     println!(
-        "==> cargo build --release -p sample-controller-step8 --features dhat-heap --bin step-8 \
+        "==> cargo build --release -p sample-controller-step8 --features dhat-heap --example heap_profile \
          (in target/heap, with debug info so that every frame resolves)"
     );
     let status = crate::cargo(&[
@@ -104,8 +105,8 @@ pub async fn heap_profile(args: HeapArgs) -> Result<()> {
         "sample-controller-step8",
         "--features",
         "dhat-heap",
-        "--bin",
-        "step-8",
+        "--example",
+        "heap_profile",
     ])
     .env("CARGO_TARGET_DIR", &target)
     // Full debug info: inlined frames then have their whole path
@@ -117,7 +118,7 @@ pub async fn heap_profile(args: HeapArgs) -> Result<()> {
     if !status.success() {
         bail!("building step 8 with dhat failed");
     }
-    let exe = target.join("release/step-8");
+    let exe = target.join("release/examples/heap_profile");
     let run_dir = target.join("run");
     let json = run_dir.join("dhat-heap.json");
     std::fs::create_dir_all(&run_dir)?;

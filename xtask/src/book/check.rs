@@ -31,6 +31,7 @@ pub fn check() -> Result<()> {
     println!("==> book check: sources");
     let pages = markdown_pages(&src)?;
     failures.extend(check_includes(&pages)?);
+    failures.extend(check_excerpts_are_lessons(&pages));
     failures.extend(check_step_chapters(&src)?);
     failures.extend(check_table_code(&src)?);
     failures.extend(super::runit::check_run_it(&src)?);
@@ -160,6 +161,90 @@ fn check_includes(pages: &BTreeMap<PathBuf, String>) -> Result<Vec<String>> {
     }
     println!("    {count} includes checked");
     Ok(failures)
+}
+
+/// What marks a line that exists only for the project's tooling, and the
+/// tool: the lesson code reaches the live view, the heap profiler and the
+/// workshop only through `tracing` and from outside, so none of these may
+/// appear in code the book prints.
+const TOOLING_MARKERS: &[(&str, &str)] = &[
+    ("flow::", "the live view (src/flow.rs)"),
+    ("Flow::", "the live view (src/flow.rs)"),
+    ("flow.", "the live view (src/flow.rs)"),
+    ("_flow", "the live view (src/flow.rs)"),
+    ("QueueFlow", "the live view"),
+    ("ControllerFlow", "the live view"),
+    ("SAMPLE_CONTROLLER_FLOW", "the live view"),
+    ("live view", "the live view"),
+    ("dhat", "the heap profiler"),
+    ("workshop", "the workshop"),
+    ("starter", "the workshop"),
+];
+
+/// The lines of `content` that mdBook includes for `anchor` (the whole
+/// file without `ANCHOR` lines if none), numbered from 1 as in the file.
+fn excerpt<'a>(content: &'a str, anchor: Option<&str>) -> Vec<(usize, &'a str)> {
+    let mut inside = anchor.is_none();
+    let mut lines = Vec::new();
+    for (n, line) in content.lines().enumerate() {
+        if let Some(name) = anchor_name(line, "ANCHOR_END:") {
+            if Some(name) == anchor {
+                inside = false;
+            }
+            continue;
+        }
+        if let Some(name) = anchor_name(line, "ANCHOR:") {
+            if Some(name) == anchor {
+                inside = true;
+            }
+            continue;
+        }
+        if inside {
+            lines.push((n + 1, line));
+        }
+    }
+    lines
+}
+
+/// The lines of an excerpt that carry a [`TOOLING_MARKERS`] marker: (line
+/// number, line, tool).
+fn tooling_lines<'a>(lines: &[(usize, &'a str)]) -> Vec<(usize, &'a str, &'static str)> {
+    lines
+        .iter()
+        .filter_map(|&(n, line)| {
+            TOOLING_MARKERS
+                .iter()
+                .find(|(marker, _)| line.contains(marker))
+                .map(|&(_, tool)| (n, line.trim(), tool))
+        })
+        .collect()
+}
+
+/// No Rust the book includes has a line that exists only for tooling.
+fn check_excerpts_are_lessons(pages: &BTreeMap<PathBuf, String>) -> Vec<String> {
+    let mut failures = Vec::new();
+    let mut count = 0;
+    for (page, text) in pages {
+        for include in includes(page, text) {
+            if include.file.extension().is_none_or(|e| e != "rs") {
+                continue;
+            }
+            let Ok(content) = std::fs::read_to_string(&include.file) else {
+                continue; // check_includes reports it
+            };
+            count += 1;
+            for (n, line, tool) in tooling_lines(&excerpt(&content, include.anchor.as_deref())) {
+                failures.push(format!(
+                    "{}: {} prints a line for {tool}, not the lesson ({}:{n}: {line})",
+                    rel(&include.page),
+                    include.raw,
+                    rel(&normalise(&include.file)),
+                ));
+            }
+        }
+    }
+    println!("    {count} Rust excerpts checked for tooling lines");
+    failures
 }
 
 /// `Some("name")` for a line holding `ANCHOR: name` (mdBook's rule: the marker,
@@ -441,6 +526,50 @@ fn normalise(path: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_books_rust_excerpts_carry_no_tooling_line() {
+        let pages = markdown_pages(&book_dir().join("src")).unwrap();
+        let failures = check_excerpts_are_lessons(&pages);
+        assert!(failures.is_empty(), "{}", failures.join("\n"));
+    }
+
+    #[test]
+    fn an_excerpt_with_a_tooling_line_is_reported_and_the_lesson_around_it_is_not() {
+        let file = "// ANCHOR: run\n\
+                    fn run() {\n\
+                    \x20   // ANCHOR: inner\n\
+                    \x20   let key = take();\n\
+                    \x20   flow::forget(&key); // for the live view\n\
+                    \x20   // ANCHOR_END: inner\n\
+                    }\n\
+                    // ANCHOR_END: run\n\
+                    #[cfg(feature = \"dhat-heap\")]\n";
+        let run = excerpt(file, Some("run"));
+        assert_eq!(
+            run.iter().map(|(n, _)| *n).collect::<Vec<_>>(),
+            [2, 4, 5, 7]
+        );
+        assert_eq!(
+            tooling_lines(&run),
+            [(
+                5,
+                "flow::forget(&key); // for the live view",
+                "the live view (src/flow.rs)"
+            )]
+        );
+        // The whole file: the profiler's line too, and no ANCHOR lines.
+        let whole = excerpt(file, None);
+        assert_eq!(whole.len(), 5);
+        assert_eq!(tooling_lines(&whole).len(), 2);
+        assert!(tooling_lines(&excerpt(file, Some("nothing"))).is_empty());
+        // A lesson that logs through tracing is not tooling.
+        let lesson = excerpt(
+            "tracing::debug!(objectRef = %key, \"Adding to the work queue\");\n",
+            None,
+        );
+        assert!(tooling_lines(&lesson).is_empty());
+    }
 
     #[test]
     fn a_table_naming_code_no_source_has_is_reported_and_known_code_is_not() {

@@ -371,8 +371,8 @@ async fn record(recorder: &Recorder, foo: &Foo, result: &Result<(), Error>) {
 };
 
 /// Step 8's program is step8/src/reconciler.rs with production flags; its
-/// starter runs the same `run_with` with the learner's `sync` inside the
-/// reference's `reconcile`.
+/// starter copies the reference's `run` and `reconcile`, around the
+/// learner's `sync`.
 const STEP_8: Spec = Spec {
     step: 8,
     title: "the kube-rs way",
@@ -381,7 +381,7 @@ const STEP_8: Spec = Spec {
             server-side apply of only what this controller owns, and made only when it \
             changes something. kube's `Controller` (its watches, the Deployment \
             predicate, per-key backoff, graceful shutdown: step8/src/reconciler.rs \
-            `run_with`) and `reconcile` around your `sync` are done.",
+            `run`, copied) and `reconcile` around your `sync` are done.",
     read: "The idioms, one by one",
     answer: "step8/src/reconciler.rs (`sync`, `drifted`, `update_foo_status`), used by \
              step8/step-8.rs",
@@ -397,22 +397,27 @@ const STEP_8: Spec = Spec {
 use std::time::Instant;
 
 use clap::Parser;
+use futures::{StreamExt, future};
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
 use kube::api::{Patch, PatchParams, PostParams};
-use kube::runtime::controller::Action;
+use kube::runtime::controller::{self, Action, Controller};
 use kube::runtime::events::EventType;
-use kube::runtime::reflector::ObjectRef;
-use kube::{Api, Resource, ResourceExt};
+use kube::runtime::reflector::{self, ObjectRef};
+use kube::runtime::WatchStreamExt;
+use kube::{Api, Client, Resource, ResourceExt};
 use sample_controller::config::{ClientFlags, NamespaceFlag, client_from_flags};
 use sample_controller::vocabulary::{
     FIELD_MANAGER, MESSAGE_RESOURCE_SYNCED, SUCCESS_SYNCED, ensure_controlled, publish,
 };
 use sample_controller::deployment::new_deployment;
 use sample_controller::diagnose::{Fatal, check_reachable};
+use sample_controller::informer::watch_list;
+use sample_controller::signals::Shutdown;
 use sample_controller::{Foo, FooStatus, signals, telemetry};
+use step8::caches::{Synced, drop_managed_fields, relevant_changes, settled, strip_deployment};
 use step8::error::Error;
 use step8::probes::Probes;
-use step8::reconciler::{self, Context};
+use step8::reconciler::{Context, error_policy, log_result, report_ready};
 
 /// The sample controller, the kube-rs way: one nginx Deployment per Foo.
 #[derive(Parser, Debug)]
@@ -428,8 +433,8 @@ struct Args {
 }
 
 /// Not the reference's `main` (step8/step-8.rs), which adds leader election,
-/// probes, metrics and RBAC warnings: the same `run_with`, with `reconcile`
-/// below around your `sync`.
+/// probes, metrics and RBAC warnings: the same `run` (below, the
+/// reference's), whose `reconcile` calls your `sync`.
 #[tokio::main]
 async fn main() -> Result<(), Fatal> {
     telemetry::init();
@@ -440,21 +445,24 @@ async fn main() -> Result<(), Fatal> {
     let client = connection.client;
 
     // kube's Controller over Foos and the Deployments they own, calling
-    // `reconcile` below (step8/src/reconciler.rs `run_with`).
-    reconciler::run_with(
+    // `reconcile` below.
+    run(
         client.clone(),
         args.namespace.api(&client),
         args.namespace.api(&client),
         shutdown,
         args.workers,
         Arc::new(Probes::default()),
-        reconcile,
     )
     .await?;
     Ok(())
 }
 ",
         ),
+        Piece::Item {
+            path: "step8/src/reconciler.rs",
+            name: "run",
+        },
         Piece::Item {
             path: "step8/src/reconciler.rs",
             name: "reconcile",
