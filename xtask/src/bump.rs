@@ -40,6 +40,8 @@ pub fn bump(args: BumpArgs) -> Result<()> {
     let from = Release::pinned();
     let to = Release::of(&args.version)?;
     ensure!(from != to, "the course is on {} already", from.kubernetes);
+    println!("==> The Go modules the book reads, at both releases");
+    crate::gosource::require_modules(&[&from, &to])?;
     println!(
         "==> The book's Go excerpts and links whose source differs between {} and {}",
         from.staging, to.staging

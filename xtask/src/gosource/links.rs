@@ -468,6 +468,13 @@ pub(super) fn source_links(page: &str) -> Vec<SourceLink> {
     found
 }
 
+/// The Go module (path and version) a `go:` spec reads at `release`.
+pub(super) fn module_of(spec: &str, release: &Release) -> Result<(String, String)> {
+    let path = spec.split_once('#').map_or(spec, |(path, _)| path);
+    let (module, _) = Module::of(path, release)?;
+    Ok((module.path, module.version))
+}
+
 /// The pinned URL a `go:` spec stands for, with its line range when it has a
 /// selector.
 pub(super) fn resolve(spec: &str) -> Result<String> {

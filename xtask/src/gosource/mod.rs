@@ -314,6 +314,38 @@ pub fn check(pages: &BTreeMap<PathBuf, String>) -> Result<Vec<String>> {
     Ok(failures)
 }
 
+/// The Go modules the book's Go excerpts and `go:` links read at each of
+/// `releases`: fetched into Go's module cache now, so that a module the proxy does not serve stops a command
+/// once, before it compares or changes anything, naming that module.
+pub fn require_modules(releases: &[&Release]) -> Result<()> {
+    let src = crate::repo_root().join("book/src");
+    let mut modules = std::collections::BTreeSet::new();
+    for release in releases {
+        modules.insert((GO_MODULE.to_string(), release.staging.clone()));
+    }
+    for entry in std::fs::read_dir(&src)?.flatten() {
+        let page = entry.path();
+        if page.extension().is_none_or(|e| e != "md") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&page)?;
+        for link in links::source_links(&text) {
+            for release in releases {
+                modules.insert(links::module_of(&link.spec, release)?);
+            }
+        }
+    }
+    for (module, version) in &modules {
+        modcache::module_dir_of(module, version).with_context(|| {
+            format!(
+                "{module}@{version} is not available (the book reads it, so nothing was \
+                 compared or changed)"
+            )
+        })?;
+    }
+    Ok(())
+}
+
 /// Every Go excerpt and `go:` link of the book's pages (`book/src/*.md`)
 /// whose Go source differs between two releases: what a person re-reads
 /// after a bump. Each entry is `page:line: what, and how it changed`.
