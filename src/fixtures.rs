@@ -193,3 +193,43 @@ where
     store
 }
 // ANCHOR_END: cache
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Foo, FooSpec};
+    use kube::runtime::reflector::ObjectRef;
+
+    fn foo() -> Foo {
+        let mut foo = Foo::new(
+            "a",
+            FooSpec {
+                deployment_name: "a-nginx".into(),
+                replicas: Some(1),
+            },
+        );
+        foo.metadata.namespace = Some("ns".into());
+        foo
+    }
+
+    // The cheat sheet's row for Go's `GetIndexer().Add(obj)`.
+    #[tokio::test]
+    async fn a_store_shows_a_list_only_at_init_done_so_init_apply_alone_leaves_it_empty() {
+        let key = ObjectRef::<Foo>::new("a").within("ns");
+        let (store, mut writer) = reflector::store();
+        writer.apply_watcher_event(&watcher::Event::InitApply(foo()));
+        assert!(store.get(&key).is_none());
+        assert!(
+            tokio::time::timeout(
+                std::time::Duration::from_millis(50),
+                store.wait_until_ready()
+            )
+            .await
+            .is_err(),
+            "ready without InitDone"
+        );
+        let store = cache([foo()]);
+        assert!(store.get(&key).is_some());
+        store.wait_until_ready().await.unwrap();
+    }
+}
