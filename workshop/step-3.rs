@@ -16,7 +16,7 @@
 
 // The gaps leave what they will use unused until you fill them;
 // delete this line when you are done.
-#![allow(unused_variables, unused_imports)]
+#![allow(unused_variables, unused_imports, dead_code)]
 
 use std::time::Duration;
 
@@ -28,7 +28,7 @@ use kube::{Resource, ResourceExt};
 use sample_controller::config::{ClientFlags, NamespaceFlag, client_from_flags};
 use sample_controller::deployment::controller_of;
 use sample_controller::diagnose::{Fatal, explain_watch, preflight};
-use sample_controller::handlers::{Decision, Ignored};
+use sample_controller::handlers::{Decision, Ignored, enqueue_foo};
 use sample_controller::informer::{Notification, informer, key_string, resync};
 use sample_controller::{Foo, rbac, signals, telemetry};
 
@@ -143,15 +143,21 @@ fn on_foo(notification: &Notification<Foo>) -> Decision {
     todo!("step 3: the Foo handler (book/src/step-3.md#the-rust-code)")
 }
 
-/// WRITE THIS. Go: the Deployment informer's handlers and `handleObject`.
+/// WRITE THIS. Go: the Deployment informer's handlers.
 ///
 /// - An update whose old and new resourceVersion are equal is a resync
 ///   replay, not a change: `Err(Ignored::ResyncReplay)`.
-/// - Otherwise (added, updated, deleted: `notification.object()`), find the
-///   owner reference marked `controller: true` (`controller_of`); none:
-///   `Err(Ignored::NoController)`; not a `Foo`: `Err(Ignored::NotAFoo(kind))`.
-/// - Look that Foo up in the Foo cache (`foos.get(&ObjectRef::new(name).within(ns))`);
-///   not there: `Err(Ignored::Orphan(name))`; there: enqueue its key.
+/// - Otherwise (added, updated, deleted: `notification.object()`), the Foo
+///   that controls the Deployment, if any: `handle_object` below.
 fn on_deployment(notification: &Notification<Deployment>, foos: &Store<Foo>) -> Decision {
     todo!("step 3: the Deployment handler (book/src/step-3.md#the-rust-code)")
+}
+
+/// WRITE THIS. Go: `handleObject`. Find the owner reference marked
+/// `controller: true` (`controller_of`); none: `Err(Ignored::NoController)`;
+/// not a `Foo`: `Err(Ignored::NotAFoo(kind))`. Look that Foo up in the Foo
+/// cache (`foos.get(&ObjectRef::new(name).within(ns))`); not there:
+/// `Err(Ignored::Orphan(name))`; there: its key (`enqueue_foo`).
+fn handle_object(deployment: &Deployment, foos: &Store<Foo>) -> Decision {
+    todo!("step 3: which Foo a Deployment belongs to (book/src/step-3.md#the-rust-code)")
 }

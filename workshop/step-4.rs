@@ -16,7 +16,7 @@
 
 // The gaps leave what they will use unused until you fill them;
 // delete this line when you are done.
-#![allow(unused_variables, unused_imports)]
+#![allow(unused_variables, unused_imports, unused_mut, dead_code)]
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -24,6 +24,7 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 use futures::{Stream, StreamExt};
+use kube::Resource;
 use kube::runtime::controller::{self, Action, applier};
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::reflector::Store;
@@ -34,7 +35,10 @@ use sample_controller::informer::key_string;
 use sample_controller::signals::Shutdown;
 use sample_controller::workqueue::RateLimiter;
 use sample_controller::{Foo, rbac, signals, telemetry};
+use std::convert::Infallible;
 use std::error::Error as StdError;
+use std::fmt::Debug;
+use std::hash::Hash;
 
 /// Feed handler keys through a rate-limited queue to two workers that only log.
 #[derive(Parser, Debug)]
@@ -166,10 +170,10 @@ fn process(
     }
 }
 
-/// WRITE THIS. Go: `Run(ctx, workers)`, `runWorker`, `processNextWorkItem`.
+/// WRITE THIS. Go: `runWorker` and `processNextWorkItem`.
 ///
-/// Until `shutdown`, take keys from `queue` and sync each one's Foo (looked up
-/// in `foos`) with `sync`, at most `workers` at a time, then let the syncs in
+/// Take keys from `queue` until it ends and sync each one's object (looked up
+/// in `cache`) with `sync`, at most `workers` at a time, then let the syncs in
 /// flight finish. Go's work queue guarantees, and the check tests:
 /// - a key queued many times while it waits is synced once;
 /// - a key queued while it is being synced waits, and is synced once more
@@ -183,10 +187,29 @@ fn process(
 /// `kube::runtime::controller::applier`: give it a reconcile function (which
 /// calls `sync`, then forgets the key and returns `Action::await_change()`),
 /// an error policy (which returns `Action::requeue(limiter.when(&key))`), the
-/// limiter as its context (`Arc::new(RateLimiter::sample_controller())`), the
-/// cache, the queue (`queue.take_until(shutdown)`, each key wrapped in `Ok`),
+/// limiter as its context (`limiter`), the cache, the queue (each key
+/// wrapped in `Ok`),
 /// and `controller::Config::default().concurrency(workers)`; then poll the
-/// stream it returns to the end.
+/// stream it returns to the end. Its signature, and what each argument must
+/// be: <https://docs.rs/kube-runtime/5.0.0/kube_runtime/controller/fn.applier.html>.
+async fn run<K, E, Fut>(
+    cache: Store<K>,
+    queue: impl Stream<Item = ObjectRef<K>> + Send + 'static,
+    workers: u16,
+    limiter: Arc<RateLimiter<ObjectRef<K>>>,
+    mut sync: impl FnMut(Arc<K>) -> Fut,
+) where
+    K: Resource + Clone + Debug + Send + Sync + 'static,
+    K::DynamicType: Default + Debug + Eq + Hash + Clone + Unpin + Send + Sync,
+    E: StdError + Send + 'static,
+    Fut: Future<Output = Result<(), E>> + Send + 'static,
+{
+    todo!("step 4: the workers and the rate-limited retries (book/src/step-4.md#the-rust-code)")
+}
+
+/// WRITE THIS. Go: `Run(ctx, workers)`, after `NewController` built the queue with
+/// its rate limiter: `run` over `queue` until `shutdown`, with
+/// sample-controller's limiter (`RateLimiter::sample_controller()`).
 async fn run_until<E, Fut>(
     foos: Store<Foo>,
     queue: impl Stream<Item = ObjectRef<Foo>> + Send + 'static,
@@ -197,5 +220,5 @@ async fn run_until<E, Fut>(
     E: StdError + Send + 'static,
     Fut: Future<Output = Result<(), E>> + Send + 'static,
 {
-    todo!("step 4: the workers and the rate-limited retries (book/src/step-4.md#the-rust-code)")
+    todo!("step 4: the queue until shutdown (book/src/step-4.md#the-rust-code)")
 }

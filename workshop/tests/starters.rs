@@ -1,12 +1,16 @@
 //! The workshop kit, proved: every starter as handed out fails its check,
 //! each behaviour the way `untouched.txt` records, and every failure is the
 //! starter's own `todo!()` (not a broken cluster or a check that cannot
-//! pass). tests/steps.rs proves the other half: each step passes the same
-//! check.
+//! pass); and every starter finished with the reference's code passes it,
+//! so an attendee whose gaps are right is never failed by the rest of the
+//! starter. tests/steps.rs proves that each step itself passes.
 
 use std::path::Path;
 
 use testcluster::checks::{self, Outcome, Target};
+
+mod copy;
+use copy::{copy_of_the_repository, target_dir, workspace};
 
 /// What an untouched starter's check reports, one line per behaviour.
 const UNTOUCHED: &str = include_str!("untouched.txt");
@@ -71,6 +75,96 @@ async fn every_starter_fails_its_check_at_its_todo() {
         async move { fails_as_handed_out(*step, &program).await }
     }))
     .await;
+}
+
+/// Every starter of the step registry, its gaps filled with the reference's
+/// code (`cargo xtask workshop --finished`, from the same specs and gap
+/// markers as the starters), passes its whole check on the first run.
+#[tokio::test(flavor = "multi_thread")]
+async fn every_starter_finished_with_the_references_code_passes_its_check() {
+    let starters: Vec<_> = testcluster::steps::STEPS
+        .iter()
+        .filter_map(|step| step.starter.map(|starter| (step.number, starter)))
+        .collect();
+    assert!(!starters.is_empty());
+    let target = target_dir();
+    let copy = copy_of_the_repository(
+        "finished-starters",
+        &[("name = \"workshop-step-", "name = \"finished-step-")],
+    );
+    let workshop = copy.join("workshop");
+    let written = testcluster::cargo::command(
+        &workspace(),
+        &[
+            "run",
+            "--quiet",
+            "-p",
+            "xtask",
+            "--",
+            "workshop",
+            "--finished",
+            workshop.to_str().expect("a UTF-8 path"),
+        ],
+    )
+    .env("CARGO_TARGET_DIR", &target)
+    .std()
+    .output()
+    .expect("cargo xtask workshop --finished");
+    assert!(
+        written.status.success(),
+        "cargo xtask workshop --finished failed:\n{}",
+        String::from_utf8_lossy(&written.stderr)
+    );
+    let built =
+        testcluster::cargo::command(&copy, &["build", "--quiet", "-p", "workshop", "--bins"])
+            .env("CARGO_TARGET_DIR", &target)
+            .std()
+            .output()
+            .expect("cargo build");
+    assert!(
+        built.status.success(),
+        "a finished starter does not compile (its spec's imports or edits miss what the reference's code uses):\n{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    let kept = target.join("finished-starters/bin");
+    std::fs::create_dir_all(&kept).expect("mkdir");
+    let programs: Vec<_> = starters
+        .iter()
+        .map(|(step, starter)| {
+            let bin = starter.binary.replace("workshop-step-", "finished-step-");
+            let program = kept.join(&bin);
+            // Moved, not copied: nothing of it stays next to the starters.
+            std::fs::rename(target.join("debug").join(&bin), &program).expect("keep the binary");
+            (*step, program)
+        })
+        .collect();
+
+    let cp = testcluster::shared().await.expect("control plane");
+    let client = cp.client().await.expect("client");
+    testcluster::install_crd(&client, workspace().join("manifests/crd.yaml"))
+        .await
+        .expect("install CRD");
+    let reports = futures::future::join_all(programs.iter().map(|(step, program)| {
+        let target = Target {
+            program: program.clone(),
+            kubeconfig: cp.kubeconfig_path().to_path_buf(),
+            client: client.clone(),
+            echo: false,
+        };
+        async move { checks::check(*step, &target).await.expect("the check runs") }
+    }))
+    .await;
+    let failed: Vec<String> = reports
+        .iter()
+        .filter(|report| !report.passed())
+        .map(|report| report.to_string())
+        .collect();
+    assert!(
+        failed.is_empty(),
+        "finished starters the check fails:\n{}",
+        failed.join("\n\n")
+    );
+    let _ = std::fs::remove_dir_all(target.join("finished-starters"));
 }
 
 #[test]

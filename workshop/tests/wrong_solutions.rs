@@ -20,6 +20,9 @@ use std::process::Command;
 
 use testcluster::checks;
 
+mod copy;
+use copy::{copy_of_the_repository, target_dir, workspace};
+
 /// One wrong solution.
 struct Wrong {
     /// The patch's file name without `.patch`: `step-8-status-every-sync`.
@@ -29,22 +32,6 @@ struct Wrong {
     /// The report line its check must print: `step-8 FAIL a change that …`.
     expect: String,
     patch: PathBuf,
-}
-
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("workshop/ is in the repository")
-        .to_path_buf()
-}
-
-/// The target directory this test was built in (`…/target/debug/deps/wrong_solutions-…`).
-fn target_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("this test binary");
-    exe.ancestors()
-        .nth(3)
-        .expect("target/<profile>/deps/<test>")
-        .to_path_buf()
 }
 
 fn wrong_solutions() -> Vec<Wrong> {
@@ -85,45 +72,6 @@ fn wrong_solutions() -> Vec<Wrong> {
         .collect();
     all.sort_by(|a, b| a.name.cmp(&b.name));
     all
-}
-
-/// A copy of the repository's files (tracked, or new and not ignored) with
-/// every `step-N` binary renamed `wrong-step-N`.
-fn copy_of_the_repository() -> PathBuf {
-    let root = workspace();
-    let copy = target_dir().join("wrong-solutions/src");
-    let _ = std::fs::remove_dir_all(&copy);
-    let files = Command::new("git")
-        .args([
-            "ls-files",
-            "-z",
-            "--cached",
-            "--others",
-            "--exclude-standard",
-        ])
-        .current_dir(&root)
-        .output()
-        .expect("git ls-files");
-    assert!(files.status.success());
-    for file in files.stdout.split(|b| *b == 0).filter(|f| !f.is_empty()) {
-        let file = Path::new(std::str::from_utf8(file).expect("a UTF-8 path"));
-        let from = root.join(file);
-        if !from.is_file() {
-            continue; // deleted in the working tree
-        }
-        let to = copy.join(file);
-        std::fs::create_dir_all(to.parent().expect("a parent")).expect("mkdir");
-        if file.file_name().is_some_and(|n| n == "Cargo.toml") {
-            let text = std::fs::read_to_string(&from).expect("read Cargo.toml");
-            let renamed = text
-                .replace("name = \"step-", "name = \"wrong-step-")
-                .replace("default-run = \"step-", "default-run = \"wrong-step-");
-            std::fs::write(&to, renamed).expect("write Cargo.toml");
-        } else {
-            std::fs::copy(&from, &to).expect("copy");
-        }
-    }
-    copy
 }
 
 /// `git apply` in the copy, as a plain `patch`: the copy is inside this
@@ -198,7 +146,13 @@ fn build(copy: &Path, wrong: &Wrong) -> PathBuf {
 async fn every_wrong_solution_fails_its_steps_check_on_the_behaviour_it_breaks() {
     let wrongs = wrong_solutions();
     assert!(wrongs.len() >= 8, "the wrong solutions: {}", wrongs.len());
-    let copy = copy_of_the_repository();
+    let copy = copy_of_the_repository(
+        "wrong-solutions",
+        &[
+            ("name = \"step-", "name = \"wrong-step-"),
+            ("default-run = \"step-", "default-run = \"wrong-step-"),
+        ],
+    );
     let programs: Vec<PathBuf> = wrongs.iter().map(|w| build(&copy, w)).collect();
 
     let cp = testcluster::shared().await.expect("control plane");

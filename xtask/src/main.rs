@@ -105,6 +105,10 @@ enum Command {
         /// Fail if a committed starter is not what would be written.
         #[arg(long)]
         check: bool,
+        /// Write every starter finished (each gap with the reference's code)
+        /// into DIR instead (workshop/tests/starters.rs checks them).
+        #[arg(long, value_name = "DIR", conflicts_with = "check")]
+        finished: Option<PathBuf>,
     },
     /// The book in book/: `outputs` (captured step runs), `build`, `check`, `preprocess`, `go-link`.
     #[command(subcommand)]
@@ -180,7 +184,11 @@ async fn main() -> ExitCode {
         Command::Bench(args) => bench::bench(args).await,
         Command::FirstBuild(args) => firstbuild::first_build(args),
         Command::HeapProfile(args) => heap::heap_profile(args).await,
-        Command::Workshop { check } => workshop::workshop(check),
+        Command::Workshop {
+            finished: Some(dir),
+            ..
+        } => workshop::write_finished(&dir),
+        Command::Workshop { check, .. } => workshop::workshop(check),
         Command::BumpKubernetes(args) => bump::bump(args),
         Command::Book(BookCli::Book(command)) => book::run(command).await,
         Command::Book(BookCli::Preprocess { command }) => gosource::preprocess(command),

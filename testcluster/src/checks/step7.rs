@@ -65,7 +65,10 @@ async fn step_7_events(mut s: Scenario<'_>) -> Vec<Line> {
                 let ns = namespace(&client, "step7").await?;
                 create_foreign_deployment(&client, &ns, "occupied").await?;
                 let mut p = Program::start(target, &ns, &[])?;
-                p.expect(&["Starting workers"]).await?;
+                // Ready: the reference logs `Starting workers workers=2`
+                // (Go's klog line), its starter prints step 6's `Starting 2
+                // workers`; this waits for either, and checks nothing else.
+                p.expect(&["Starting", "workers"]).await?;
                 create_foo(&client, &ns, "good", "good-nginx", 1).await?;
                 create_foo(&client, &ns, "blocked", "occupied", 1).await?;
                 p.until("a Normal Synced Event about Foo good", WAIT, || async {
@@ -144,7 +147,10 @@ async fn step_7_writes(mut s: Scenario<'_>) -> Vec<Line> {
             .check(STEP_7_REPLACES, async {
                 let ns = namespace(&client, "step7go").await?;
                 let mut p = Program::start(target, &ns, &[])?;
-                p.expect(&["Starting workers"]).await?;
+                // Ready: the reference logs `Starting workers workers=2`
+                // (Go's klog line), its starter prints step 6's `Starting 2
+                // workers`; this waits for either, and checks nothing else.
+                p.expect(&["Starting", "workers"]).await?;
                 create_foo(&client, &ns, "literal", "literal", 1).await?;
                 p.until("Foo literal converged at 1", WAIT, || {
                     converged(&client, &ns, "literal", "literal", 1)

@@ -62,6 +62,21 @@ pub enum Piece {
         path: &'static str,
         name: &'static str,
     },
+    /// Code of the starter's own with its gaps (`starter`), where the
+    /// reference is shaped otherwise and has no item to take them from;
+    /// `finished` is those gaps done, for the [`finished`] starter (its
+    /// test proves that it passes the check).
+    Exercise {
+        starter: &'static str,
+        finished: &'static str,
+    },
+    /// A helper the reference's code of a gap calls (a learner may write it
+    /// inline, or as they like): only in the [`finished`] starter, as an
+    /// `Item` there.
+    Helper {
+        path: &'static str,
+        name: &'static str,
+    },
     /// One top-level function as a gap: its doc comments replaced by `doc`
     /// (after `WRITE THIS.`) and its body by `todo!(todo)`. Taken from the
     /// `File` piece above when `path` is `None` (in place), else from `path`
@@ -155,6 +170,30 @@ pub fn open_solutions(spec: &Spec, page: &str) -> Vec<String> {
 
 /// The starter `spec` makes from the sources under `root`, formatted.
 pub fn generate(spec: &Spec, root: &Path) -> Result<String> {
+    generate_as(spec, root, false)
+}
+
+/// The starter of `spec` as a learner who got every gap right finishes it:
+/// each gap holds the reference's code, the rest is the starter.
+pub fn finished(spec: &Spec, root: &Path) -> Result<String> {
+    generate_as(spec, root, true)
+}
+
+/// Writes every finished starter ([`finished`]) into `dir`, as
+/// `step-N.rs`, for `workshop/tests/starters.rs` to build and check.
+pub fn write_finished(dir: &Path) -> Result<()> {
+    std::fs::create_dir_all(dir)?;
+    for spec in SPECS {
+        let path = dir.join(format!("step-{}.rs", spec.step));
+        std::fs::write(&path, finished(spec, &root())?)
+            .with_context(|| format!("writing {}", path.display()))?;
+        println!("    {}: written", path.display());
+    }
+    Ok(())
+}
+
+/// [`generate`], or with `filled` [`finished`].
+fn generate_as(spec: &Spec, root: &Path, filled: bool) -> Result<String> {
     let read = |path: &str| {
         std::fs::read_to_string(root.join(path)).with_context(|| format!("reading {path}"))
     };
@@ -220,8 +259,10 @@ pub fn generate(spec: &Spec, root: &Path) -> Result<String> {
                     .with_context(|| format!("step {}: gap `{name}` without a file", spec.step))?;
                 let item = find_item(text, name)
                     .with_context(|| format!("step {}: {path} has no `fn {name}`", spec.step))?;
-                let gap = gap_text(&text[item.signature.clone()], doc, todo);
-                text.replace_range(item.whole, &gap);
+                if !filled {
+                    let gap = gap_text(&text[item.signature.clone()], doc, todo);
+                    text.replace_range(item.whole, &gap);
+                }
             }
             Piece::Gap {
                 path: Some(path),
@@ -230,13 +271,18 @@ pub fn generate(spec: &Spec, root: &Path) -> Result<String> {
                 todo,
             } => {
                 flush(&mut file, &mut code);
-                let source = read(path)?;
+                let source = without_header_and_anchors(&read(path)?);
                 let item = find_item(&source, name)
                     .with_context(|| format!("step {}: {path} has no `fn {name}`", spec.step))?;
                 code.push('\n');
-                code.push_str(&gap_text(&source[item.signature.clone()], doc, todo));
+                if filled {
+                    code.push_str(&source[item.whole]);
+                } else {
+                    code.push_str(&gap_text(&source[item.signature.clone()], doc, todo));
+                }
             }
-            Piece::Item { path, name } => {
+            Piece::Helper { .. } if !filled => {}
+            Piece::Item { path, name } | Piece::Helper { path, name } => {
                 flush(&mut file, &mut code);
                 let source = without_header_and_anchors(&read(path)?);
                 let item = find_item(&source, name)
@@ -248,6 +294,11 @@ pub fn generate(spec: &Spec, root: &Path) -> Result<String> {
                 flush(&mut file, &mut code);
                 code.push('\n');
                 code.push_str(text);
+            }
+            Piece::Exercise { starter, finished } => {
+                flush(&mut file, &mut code);
+                code.push('\n');
+                code.push_str(if filled { finished } else { starter });
             }
         }
     }

@@ -41,8 +41,8 @@ const STEP_2: Spec = Spec {
                 ),
             ],
         },
-        Piece::Own(
-            "/// WRITE THIS. Go: the two informer factories' `Foos()` and `Deployments()`
+        Piece::Exercise {
+            starter: "/// WRITE THIS. Go: the two informer factories' `Foos()` and `Deployments()`
 /// informers, their `Lister()`s, and `factory.Start`.
 ///
 /// For each of Foo and Deployment (`namespace.api::<K>(client)` is the API
@@ -72,7 +72,42 @@ async fn wait_for_cache_sync(
     todo!(\"step 2: wait for both caches (book/src/step-2.md#the-rust-code)\")
 }
 ",
-        ),
+            finished: "/// Go: the informer factories' `Foos()` and `Deployments()` informers,
+/// their `Lister()`s and `factory.Start`.
+fn start_informers(namespace: &NamespaceFlag, client: &Client) -> (Store<Foo>, Store<Deployment>) {
+    let (foos, foo_writer) = reflector::store::<Foo>();
+    let foo_informer = watch_list(namespace.api::<Foo>(client))
+        .default_backoff()
+        .reflect(foo_writer);
+    let (deployments, deployment_writer) = reflector::store::<Deployment>();
+    let deployment_informer = watch_list(namespace.api::<Deployment>(client))
+        .default_backoff()
+        .reflect(deployment_writer);
+    tokio::spawn(foo_informer.for_each(|event| {
+        if let Err(err) = event {
+            tracing::warn!(\"{}\", explain_watch(&err, \"foos\"));
+        }
+        future::ready(())
+    }));
+    tokio::spawn(deployment_informer.for_each(|event| {
+        if let Err(err) = event {
+            tracing::warn!(\"{}\", explain_watch(&err, \"deployments\"));
+        }
+        future::ready(())
+    }));
+    (foos, deployments)
+}
+
+/// Go: `cache.WaitForCacheSync`.
+async fn wait_for_cache_sync(
+    foos: &Store<Foo>,
+    deployments: &Store<Deployment>,
+) -> anyhow::Result<()> {
+    future::try_join(foos.wait_until_ready(), deployments.wait_until_ready()).await?;
+    Ok(())
+}
+",
+        },
     ],
 };
 
@@ -86,7 +121,7 @@ const STEP_3: Spec = Spec {
     read: "The Rust code",
     answer: "src/handlers.rs (`on_foo`, `on_deployment`, `handle_object`), used by \
              steps/step-3.rs",
-    allow: "unused_variables, unused_imports",
+    allow: "unused_variables, unused_imports, dead_code",
     solutions: &[
         "src/handlers.rs:foo_handler",
         "src/handlers.rs:deployment_handler",
@@ -101,7 +136,7 @@ const STEP_3: Spec = Spec {
                     "use sample_controller::handlers::{Decision, on_deployment, on_foo};",
                     "use kube::runtime::reflector::{ObjectRef, Store};\n\
                      use sample_controller::deployment::controller_of;\n\
-                     use sample_controller::handlers::{Decision, Ignored};",
+                     use sample_controller::handlers::{Decision, Ignored, enqueue_foo};",
                 ),
                 (
                     "call the handlers from src/handlers.rs ourselves.",
@@ -123,16 +158,23 @@ it: `Err(Ignored::FooDeleted)`.",
         Piece::Gap {
             path: Some("src/handlers.rs"),
             name: "on_deployment",
-            doc: "Go: the Deployment informer's handlers and `handleObject`.
+            doc: "Go: the Deployment informer's handlers.
 
 - An update whose old and new resourceVersion are equal is a resync
   replay, not a change: `Err(Ignored::ResyncReplay)`.
-- Otherwise (added, updated, deleted: `notification.object()`), find the
-  owner reference marked `controller: true` (`controller_of`); none:
-  `Err(Ignored::NoController)`; not a `Foo`: `Err(Ignored::NotAFoo(kind))`.
-- Look that Foo up in the Foo cache (`foos.get(&ObjectRef::new(name).within(ns))`);
-  not there: `Err(Ignored::Orphan(name))`; there: enqueue its key.",
+- Otherwise (added, updated, deleted: `notification.object()`), the Foo
+  that controls the Deployment, if any: `handle_object` below.",
             todo: "step 3: the Deployment handler (book/src/step-3.md#the-rust-code)",
+        },
+        Piece::Gap {
+            path: Some("src/handlers.rs"),
+            name: "handle_object",
+            doc: "Go: `handleObject`. Find the owner reference marked
+`controller: true` (`controller_of`); none: `Err(Ignored::NoController)`;
+not a `Foo`: `Err(Ignored::NotAFoo(kind))`. Look that Foo up in the Foo
+cache (`foos.get(&ObjectRef::new(name).within(ns))`); not there:
+`Err(Ignored::Orphan(name))`; there: its key (`enqueue_foo`).",
+            todo: "step 3: which Foo a Deployment belongs to (book/src/step-3.md#the-rust-code)",
         },
     ],
 };
@@ -147,7 +189,7 @@ const STEP_4: Spec = Spec {
             `--sync-millis` to make it fail or take time) are done.",
     read: "The Rust code",
     answer: "src/workqueue.rs (`run`, `run_until`), used by steps/step-4.rs",
-    allow: "unused_variables, unused_imports",
+    allow: "unused_variables, unused_imports, unused_mut, dead_code",
     solutions: &["src/workqueue.rs:run", "src/workqueue.rs:run_until"],
     pieces: &[
         Piece::File {
@@ -157,8 +199,12 @@ const STEP_4: Spec = Spec {
             edits: &[
                 (
                     "use sample_controller::workqueue;",
-                    "use std::error::Error as StdError;\n\
+                    "use std::convert::Infallible;\n\
+                     use std::error::Error as StdError;\n\
+                     use std::fmt::Debug;\n\
+                     use std::hash::Hash;\n\
                      use futures::{Stream, StreamExt};\n\
+                     use kube::Resource;\n\
                      use kube::runtime::controller::{self, Action, applier};\n\
                      use kube::runtime::reflector::Store;\n\
                      use sample_controller::signals::Shutdown;\n\
@@ -173,11 +219,11 @@ const STEP_4: Spec = Spec {
         },
         Piece::Gap {
             path: Some("src/workqueue.rs"),
-            name: "run_until",
-            doc: "Go: `Run(ctx, workers)`, `runWorker`, `processNextWorkItem`.
+            name: "run",
+            doc: "Go: `runWorker` and `processNextWorkItem`.
 
-Until `shutdown`, take keys from `queue` and sync each one's Foo (looked up
-in `foos`) with `sync`, at most `workers` at a time, then let the syncs in
+Take keys from `queue` until it ends and sync each one's object (looked up
+in `cache`) with `sync`, at most `workers` at a time, then let the syncs in
 flight finish. Go's work queue guarantees, and the check tests:
 - a key queued many times while it waits is synced once;
 - a key queued while it is being synced waits, and is synced once more
@@ -191,11 +237,20 @@ kube-runtime has all of that but the rate limiter in
 `kube::runtime::controller::applier`: give it a reconcile function (which
 calls `sync`, then forgets the key and returns `Action::await_change()`),
 an error policy (which returns `Action::requeue(limiter.when(&key))`), the
-limiter as its context (`Arc::new(RateLimiter::sample_controller())`), the
-cache, the queue (`queue.take_until(shutdown)`, each key wrapped in `Ok`),
+limiter as its context (`limiter`), the cache, the queue (each key
+wrapped in `Ok`),
 and `controller::Config::default().concurrency(workers)`; then poll the
-stream it returns to the end.",
+stream it returns to the end. Its signature, and what each argument must
+be: <https://docs.rs/kube-runtime/5.0.0/kube_runtime/controller/fn.applier.html>.",
             todo: "step 4: the workers and the rate-limited retries (book/src/step-4.md#the-rust-code)",
+        },
+        Piece::Gap {
+            path: Some("src/workqueue.rs"),
+            name: "run_until",
+            doc: "Go: `Run(ctx, workers)`, after `NewController` built the queue with
+its rate limiter: `run` over `queue` until `shutdown`, with
+sample-controller's limiter (`RateLimiter::sample_controller()`).",
+            todo: "step 4: the queue until shutdown (book/src/step-4.md#the-rust-code)",
         },
     ],
 };
@@ -344,8 +399,8 @@ const STEP_7: Spec = Spec {
                 ),
             ],
         },
-        Piece::Own(
-            "/// WRITE THIS. Go: `NewSharedInformerFactory(client, time.Second*30)`.
+        Piece::Exercise {
+            starter: "/// WRITE THIS. Go: `NewSharedInformerFactory(client, time.Second*30)`.
 ///
 /// How often the informers replay their whole cache to the handlers, so that
 /// every Foo is synced again even when nothing changed: Go's sample-controller
@@ -366,7 +421,26 @@ async fn record(recorder: &Recorder, foo: &Foo, result: &Result<(), Error>) {
     todo!(\"step 7: the Events (book/src/step-7.md#the-rust-code)\")
 }
 ",
-        ),
+            finished: "/// Go: `NewSharedInformerFactory(client, time.Second*30)`.
+fn resync_period() -> Option<Duration> {
+    Some(Duration::from_secs(30))
+}
+
+/// Go: the `c.recorder.Event(...)` calls in `syncHandler`.
+async fn record(recorder: &Recorder, foo: &Foo, result: &Result<(), Error>) {
+    match result {
+        Ok(()) => {
+            publish(recorder, foo, EventType::Normal, SUCCESS_SYNCED, MESSAGE_RESOURCE_SYNCED).await
+        }
+        Err(Error::ResourceExists(name)) => {
+            let message = message_resource_exists(name);
+            publish(recorder, foo, EventType::Warning, ERR_RESOURCE_EXISTS, &message).await
+        }
+        Err(_) => {}
+    }
+}
+",
+        },
     ],
 };
 
@@ -495,6 +569,14 @@ it changes something. In order:
 - if anything was written, a Normal `SUCCESS_SYNCED` Event (`publish`);
   none when nothing changed.",
             todo: "step 8: sync by server-side apply (book/src/step-8.md#server-side-apply-instead-of-update)",
+        },
+        Piece::Helper {
+            path: "step8/src/reconciler.rs",
+            name: "report_none_available",
+        },
+        Piece::Helper {
+            path: "step8/src/reconciler.rs",
+            name: "names_foo",
         },
         Piece::Gap {
             path: Some("step8/src/reconciler.rs"),
