@@ -1,10 +1,10 @@
 //! Workshop starter, step 3: event handlers.
 //!
-//! Yours to write: the two handlers marked `WRITE THIS` at the end (what a
-//! Foo change and a Deployment change put in the work queue). The informers,
-//! the optional resync and the printing are done: each notification is
-//! printed with your handler's decision, `enqueue NAMESPACE/NAME` or `ignored
-//! (why)`.
+//! Yours to write: the two handlers and `handle_object`, marked `WRITE THIS`
+//! at the end (what a Foo change and a Deployment change put in the work
+//! queue). The informers, the optional resync and the printing are done: each
+//! notification is printed with your handler's decision, `enqueue
+//! NAMESPACE/NAME` or `ignored (why)`.
 //!
 //! Read: book/src/step-3.md, "The Rust code". Check your work against a real
 //! API server:

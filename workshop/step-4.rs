@@ -1,8 +1,8 @@
 //! Workshop starter, step 4: the rate-limited work queue.
 //!
-//! Yours to write: `run_until`, marked `WRITE THIS` at the end: the workers
-//! that take keys from the handlers' queue and sync them, with Go's rate
-//! limiter for retries. The informers and handlers (step 3's, from
+//! Yours to write: `run` and `run_until`, marked `WRITE THIS` at the end: the
+//! workers that take keys from the handlers' queue and sync them, with Go's
+//! rate limiter for retries. The informers and handlers (step 3's, from
 //! src/handlers.rs) and a stand-in sync that only logs (`process`, with
 //! `--fail-first` and `--sync-millis` to make it fail or take time) are done.
 //!

@@ -114,8 +114,8 @@ async fn wait_for_cache_sync(
 const STEP_3: Spec = Spec {
     step: 3,
     title: "event handlers",
-    yours: "the two handlers marked `WRITE THIS` at the end (what a Foo change and a \
-            Deployment change put in the work queue). The informers, the optional \
+    yours: "the two handlers and `handle_object`, marked `WRITE THIS` at the end (what \
+            a Foo change and a Deployment change put in the work queue). The informers, the optional \
             resync and the printing are done: each notification is printed with your \
             handler's decision, `enqueue NAMESPACE/NAME` or `ignored (why)`.",
     read: "The Rust code",
@@ -182,9 +182,9 @@ cache (`foos.get(&ObjectRef::new(name).within(ns))`); not there:
 const STEP_4: Spec = Spec {
     step: 4,
     title: "the rate-limited work queue",
-    yours: "`run_until`, marked `WRITE THIS` at the end: the workers that take keys \
-            from the handlers' queue and sync them, with Go's rate limiter for \
-            retries. The informers and handlers (step 3's, from src/handlers.rs) and a \
+    yours: "`run` and `run_until`, marked `WRITE THIS` at the end: the workers that \
+            take keys from the handlers' queue and sync them, with Go's rate limiter \
+            for retries. The informers and handlers (step 3's, from src/handlers.rs) and a \
             stand-in sync that only logs (`process`, with `--fail-first` and \
             `--sync-millis` to make it fail or take time) are done.",
     read: "The Rust code",
