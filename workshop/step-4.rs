@@ -183,15 +183,14 @@ fn process(
 ///   `limiter.when(&key)` (5 ms, 10 ms, 20 ms, … for that key); a success
 ///   resets the key's delays (`limiter.forget(&key)`).
 ///
-/// kube-runtime has all of that but the rate limiter in
-/// `kube::runtime::controller::applier`: give it a reconcile function (which
-/// calls `sync`, then forgets the key and returns `Action::await_change()`),
-/// an error policy (which returns `Action::requeue(limiter.when(&key))`), the
-/// limiter as its context (`limiter`), the cache, the queue (each key
-/// wrapped in `Ok`),
-/// and `controller::Config::default().concurrency(workers)`; then poll the
-/// stream it returns to the end. Its signature, and what each argument must
-/// be: <https://docs.rs/kube-runtime/5.0.0/kube_runtime/controller/fn.applier.html>.
+/// kube-runtime has all of that but the rate limiter, in
+/// `kube::runtime::controller::applier`: what it takes and what each of its
+/// closures must return is on docs.rs,
+/// <https://docs.rs/kube-runtime/5.0.0/kube_runtime/controller/fn.applier.html>,
+/// and the chapter says which of Go's calls each one plays. Two things its
+/// signature asks that the compiler words badly: the reconcile's future must
+/// be `Unpin` (`Box::pin(async move { … })` makes one), and the queue is a
+/// stream of `Result`s (`.map(Ok::<_, Infallible>)`).
 async fn run<K, E, Fut>(
     cache: Store<K>,
     queue: impl Stream<Item = ObjectRef<K>> + Send + 'static,

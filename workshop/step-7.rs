@@ -191,23 +191,22 @@ async fn update_foo_status(
     Ok(())
 }
 
-/// WRITE THIS. Go: `NewSharedInformerFactory(client, time.Second*30)`.
+/// WRITE THIS. Go: the resync period main.go gives the informer factories.
 ///
 /// How often the informers replay their whole cache to the handlers, so that
-/// every Foo is synced again even when nothing changed: Go's sample-controller
-/// uses 30 seconds. (`None` is no resync, steps 2–6.)
+/// every Foo is synced again even when nothing changed: the period Go's
+/// sample-controller sets (`None` is no resync, steps 2–6).
 fn resync_period() -> Option<Duration> {
     todo!("step 7: Go's resync period (book/src/step-7.md#the-rust-code)")
 }
 
 /// WRITE THIS. Go: the `c.recorder.Event(...)` calls in `syncHandler`.
 ///
-/// After a successful sync, a Normal Event about the Foo with reason
-/// `SUCCESS_SYNCED` and message `MESSAGE_RESOURCE_SYNCED`. When the sync
-/// failed because the Deployment name is taken (`Error::ResourceExists(name)`),
-/// a Warning Event with reason `ERR_RESOURCE_EXISTS` and message
-/// `message_resource_exists(name)`. No Event for other errors. Record with
-/// `publish(recorder, foo, EventType::…, reason, message)` (src/vocabulary.rs).
+/// The Events Go's syncHandler records about the Foo, after the sync
+/// `result`: which ones, of which type, with which reason and message, and
+/// when none: book/src/step-7.md, its Go part. The reasons and messages
+/// are Go's constants, in src/vocabulary.rs, which also has
+/// `publish` to record one.
 async fn record(recorder: &Recorder, foo: &Foo, result: &Result<(), Error>) {
     todo!("step 7: the Events (book/src/step-7.md#the-rust-code)")
 }

@@ -233,15 +233,14 @@ flight finish. Go's work queue guarantees, and the check tests:
   `limiter.when(&key)` (5 ms, 10 ms, 20 ms, … for that key); a success
   resets the key's delays (`limiter.forget(&key)`).
 
-kube-runtime has all of that but the rate limiter in
-`kube::runtime::controller::applier`: give it a reconcile function (which
-calls `sync`, then forgets the key and returns `Action::await_change()`),
-an error policy (which returns `Action::requeue(limiter.when(&key))`), the
-limiter as its context (`limiter`), the cache, the queue (each key
-wrapped in `Ok`),
-and `controller::Config::default().concurrency(workers)`; then poll the
-stream it returns to the end. Its signature, and what each argument must
-be: <https://docs.rs/kube-runtime/5.0.0/kube_runtime/controller/fn.applier.html>.",
+kube-runtime has all of that but the rate limiter, in
+`kube::runtime::controller::applier`: what it takes and what each of its
+closures must return is on docs.rs,
+<https://docs.rs/kube-runtime/5.0.0/kube_runtime/controller/fn.applier.html>,
+and the chapter says which of Go's calls each one plays. Two things its
+signature asks that the compiler words badly: the reconcile's future must
+be `Unpin` (`Box::pin(async move { … })` makes one), and the queue is a
+stream of `Result`s (`.map(Ok::<_, Infallible>)`).",
             todo: "step 4: the workers and the rate-limited retries (book/src/step-4.md#the-rust-code)",
         },
         Piece::Gap {
@@ -400,23 +399,22 @@ const STEP_7: Spec = Spec {
             ],
         },
         Piece::Exercise {
-            starter: "/// WRITE THIS. Go: `NewSharedInformerFactory(client, time.Second*30)`.
+            starter: "/// WRITE THIS. Go: the resync period main.go gives the informer factories.
 ///
 /// How often the informers replay their whole cache to the handlers, so that
-/// every Foo is synced again even when nothing changed: Go's sample-controller
-/// uses 30 seconds. (`None` is no resync, steps 2–6.)
+/// every Foo is synced again even when nothing changed: the period Go's
+/// sample-controller sets (`None` is no resync, steps 2–6).
 fn resync_period() -> Option<Duration> {
     todo!(\"step 7: Go's resync period (book/src/step-7.md#the-rust-code)\")
 }
 
 /// WRITE THIS. Go: the `c.recorder.Event(...)` calls in `syncHandler`.
 ///
-/// After a successful sync, a Normal Event about the Foo with reason
-/// `SUCCESS_SYNCED` and message `MESSAGE_RESOURCE_SYNCED`. When the sync
-/// failed because the Deployment name is taken (`Error::ResourceExists(name)`),
-/// a Warning Event with reason `ERR_RESOURCE_EXISTS` and message
-/// `message_resource_exists(name)`. No Event for other errors. Record with
-/// `publish(recorder, foo, EventType::…, reason, message)` (src/vocabulary.rs).
+/// The Events Go's syncHandler records about the Foo, after the sync
+/// `result`: which ones, of which type, with which reason and message, and
+/// when none: book/src/step-7.md, its Go part. The reasons and messages
+/// are Go's constants, in src/vocabulary.rs, which also has
+/// `publish` to record one.
 async fn record(recorder: &Recorder, foo: &Foo, result: &Result<(), Error>) {
     todo!(\"step 7: the Events (book/src/step-7.md#the-rust-code)\")
 }
