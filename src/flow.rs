@@ -98,7 +98,7 @@ where
 /// level, kube's span around each sync, and the span kube's client opens
 /// for each request.
 fn wanted(meta: &Metadata<'_>) -> bool {
-    let ours = ["sample_controller", "step8", "step_"]
+    let ours = ["sample_controller", "step8"]
         .iter()
         .any(|crate_| meta.target().starts_with(crate_));
     (ours && *meta.level() <= Level::DEBUG) || is_sync(meta) || is_request(meta)
@@ -452,23 +452,16 @@ where
             }
             "Adding to the work queue" => self.added(&object_key(&text("objectRef"))),
             "Error syncing; requeuing for later retry" => {
-                let failed = (text("error"), duration_ms(&text("retry_in")));
+                // Logged by the error policy, inside the sync's span: the
+                // sync's end line says so when the span closes.
                 let sync = ctx.event_span(event).and_then(|span| {
                     span.scope()
                         .find(|s| s.extensions().get::<Sync>().is_some())
                 });
-                match sync {
-                    Some(span) => {
-                        if let Some(sync) = span.extensions_mut().get_mut::<Sync>() {
-                            sync.failed = Some(failed);
-                        }
-                    }
-                    // Outside a sync (no such step today): a requeue alone.
-                    None => self.line(
-                        "queue",
-                        "requeue",
-                        &[("key", object_key(&text("objectRef")).into())],
-                    ),
+                if let Some(span) = sync
+                    && let Some(sync) = span.extensions_mut().get_mut::<Sync>()
+                {
+                    sync.failed = Some((text("error"), duration_ms(&text("retry_in"))));
                 }
             }
             "Foo referenced by item in work queue no longer exists" | "Foo no longer exists" => {
@@ -539,11 +532,11 @@ fn duration_ms(text: &str) -> Option<u64> {
 /// free number for as long as it runs, as one of Go's N worker goroutines
 /// would.
 #[derive(Debug, Default)]
-pub struct Workers(Vec<bool>);
+struct Workers(Vec<bool>);
 
 impl Workers {
     /// The lowest idle worker, busy until [`Workers::free`].
-    pub fn take(&mut self) -> usize {
+    fn take(&mut self) -> usize {
         let index = self.0.iter().position(|b| !b).unwrap_or_else(|| {
             self.0.push(false);
             self.0.len() - 1
@@ -553,7 +546,7 @@ impl Workers {
     }
 
     /// Worker `index` is idle again.
-    pub fn free(&mut self, index: usize) {
+    fn free(&mut self, index: usize) {
         if let Some(busy) = self.0.get_mut(index) {
             *busy = false;
         }
@@ -886,14 +879,12 @@ mod tests {
     #[test]
     fn step_8s_triggers_come_from_its_watch_and_predicate_lines() {
         let lines = traced(|| {
-            let target = "step8::caches";
             tracing::debug!(target: "step8::caches", resource = "foos", "Relisting");
             tracing::debug!(target: "step8::caches", event = "apply", resource = "foos", object = "ns/a", resource_version = "7", "Watch event");
             tracing::debug!(target: "step8::caches", deployment = "ns/a-nginx", foos = ?["a"], "Relevant change");
             tracing::debug!(target: "step8::caches", deployment = "ns/taken", foos = ?Vec::<&str>::new(), "Relevant change");
             tracing::debug!(target: "step8::caches", deployment = "ns/a-nginx", "Ignored: nothing a reconcile reads changed");
             tracing::debug!(target: "step8::reconciler", objectRef = "Foo.v1alpha1.samplecontroller.k8s.io/a.ns", "Foo no longer exists");
-            let _ = target;
         });
         let shapes: Vec<String> = lines
             .iter()
