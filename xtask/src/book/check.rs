@@ -36,6 +36,11 @@ pub fn check() -> Result<()> {
     failures.extend(check_table_code(&src)?);
     failures.extend(super::runit::check_run_it(&src)?);
     failures.extend(check_go_links(&pages));
+    let prose: Vec<(PathBuf, String)> = pages
+        .iter()
+        .map(|(page, text)| (page.clone(), text.clone()))
+        .collect();
+    failures.extend(super::typed::check(&prose));
     failures.extend(check_summary(&src, &pages)?);
     println!("==> book check: Go excerpts and Go links resolved against the pinned Go modules");
     failures.extend(crate::gosource::check(&pages)?);

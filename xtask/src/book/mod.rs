@@ -36,6 +36,7 @@ mod recordings;
 mod runit;
 mod scenarios;
 mod tools;
+mod typed;
 
 use std::path::{Path, PathBuf};
 

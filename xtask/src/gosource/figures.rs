@@ -43,6 +43,23 @@
 //! `wait median`, `wait max`: from a key's `add` to the `take` that starts
 //! its sync, in ms.
 //!
+//! Any other capture (a step's run, a scenario's transcript: whatever
+//! `cargo xtask book outputs` wrote) is read by a line pattern: KEY is the
+//! line, with `{}` where the figure is (a number, with its unit if one
+//! follows) and `{*}` for any text, matched
+//! against the whole of each line with runs of spaces taken as one. Every
+//! line it matches must give the same figure:
+//!
+//! - `{{#figure leader-lost (b became leader {} after a froze)}}` → `6.6 s`;
+//! - `count PATTERN` (without `{}`): how many lines match, as
+//!   `{{#figure check-step-8-ordinary count FAIL {*}}}`;
+//! - `PATTERN as MB` (or `as MiB`): a number of bytes in that unit, with
+//!   one decimal.
+//!
+//! A bench capture also has `100-500 go per-foo`: how much longer a run of
+//! the larger size took per extra Foo (`0.20 s`), computed from the two
+//! `converged` medians.
+//!
 //! An unknown RUN or KEY fails the build with the page, the line and the
 //! keys the run has.
 
@@ -66,7 +83,7 @@ static LISTED: LazyLock<Regex> = LazyLock::new(|| {
 /// `page` with every `{{#figure RUN KEY}}` replaced by the figure, read
 /// from `outputs/RUN.txt` under `src` (`book/src`).
 pub(super) fn expand(page_name: &str, page: &str, src: &Path) -> Result<String> {
-    let mut runs: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
+    let mut runs: BTreeMap<String, Capture> = BTreeMap::new();
     super::replace_directives(page_name, page, DIRECTIVE, |inside, line| {
         let (run, key) = inside.split_once(' ').unwrap_or((inside, ""));
         if !runs.contains_key(run) {
@@ -82,10 +99,17 @@ pub(super) fn expand(page_name: &str, page: &str, src: &Path) -> Result<String> 
                     path.display()
                 )
             })?;
-            runs.insert(run.to_string(), figures(&text));
+            runs.insert(run.to_string(), Capture::read(text));
         }
-        let figures = &runs[run];
         let key = key.split_whitespace().collect::<Vec<_>>().join(" ");
+        let figures = match &runs[run] {
+            Capture::Lines(text) => {
+                return by_pattern(text, &key).with_context(|| {
+                    format!("{page_name}:{line}: {{{{#figure {inside}}}}} in outputs/{run}.txt")
+                });
+            }
+            Capture::Table(figures) => figures,
+        };
         let Some(figure) = figures.get(&key) else {
             let known: Vec<&str> = figures.keys().map(String::as_str).collect();
             bail!(
@@ -140,6 +164,96 @@ fn figures(text: &str) -> BTreeMap<String, String> {
     } else {
         bench_figures(text)
     }
+}
+
+/// The first line of every capture `cargo xtask bench` writes.
+const BENCH_HEADER: &str = "<!-- Written by `cargo xtask bench`";
+
+/// A capture as `{{#figure}}` reads it.
+enum Capture {
+    /// A report of bench, first-build or heap-profile, or a flow
+    /// recording: its figures by key.
+    Table(BTreeMap<String, String>),
+    /// Anything else: read by a line pattern.
+    Lines(String),
+}
+
+impl Capture {
+    fn read(text: String) -> Capture {
+        let report = text.starts_with('{')
+            || text.starts_with("Cold `cargo build`")
+            || text.starts_with("Step 8 under dhat")
+            || text.starts_with(BENCH_HEADER);
+        if report {
+            Capture::Table(figures(&text))
+        } else {
+            Capture::Lines(text)
+        }
+    }
+}
+
+/// The figure a line pattern (the module's doc) finds in `text`.
+fn by_pattern(text: &str, key: &str) -> Result<String> {
+    let (counting, pattern) = match key.strip_prefix("count ") {
+        Some(pattern) => (true, pattern),
+        None => (false, key),
+    };
+    let (pattern, unit) = match pattern.rsplit_once(" as ") {
+        Some((pattern, unit @ ("MB" | "MiB"))) => (pattern, Some(unit)),
+        _ => (pattern, None),
+    };
+    let holes = pattern.matches("{}").count();
+    match (counting, holes) {
+        (true, 0) | (false, 1) => {}
+        (true, _) => bail!("a `count` pattern has no `{{}}`: {pattern:?}"),
+        (false, _) => {
+            bail!("the pattern needs exactly one `{{}}` where the figure is: {pattern:?}")
+        }
+    }
+    let mut regex = String::from("^");
+    for (i, piece) in pattern.split("{*}").enumerate() {
+        if i > 0 {
+            regex.push_str(".*?");
+        }
+        for (j, literal) in piece.split("{}").enumerate() {
+            if j > 0 {
+                // A figure: a number, with its unit if one follows.
+                regex.push_str(r"(\d[\d.,]*(?: [[:alpha:]%×]+)?)");
+            }
+            regex.push_str(&regex::escape(literal));
+        }
+    }
+    regex.push('$');
+    let regex = Regex::new(&regex).context("the pattern")?;
+    let lines: Vec<String> = text
+        .lines()
+        .map(|line| line.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect();
+    let found: Vec<&str> = lines
+        .iter()
+        .filter_map(|line| regex.captures(line))
+        .map(|m| m.get(1).map_or("", |g| g.as_str()))
+        .collect();
+    if counting {
+        return Ok(found.len().to_string());
+    }
+    let Some(&figure) = found.first() else {
+        bail!("no line matches {pattern:?}");
+    };
+    if let Some(other) = found.iter().find(|&&f| f != figure) {
+        bail!("{pattern:?} matches lines with different figures: {figure:?} and {other:?}");
+    }
+    let Some(unit) = unit else {
+        return Ok(figure.to_string());
+    };
+    let bytes: f64 = figure
+        .replace(',', "")
+        .parse()
+        .with_context(|| format!("`as {unit}`: {figure:?} is no number of bytes"))?;
+    Ok(match unit {
+        "MB" => format!("{:.1} MB", bytes / 1e6),
+        _ => format!("{:.1} MiB", bytes / (1024.0 * 1024.0)),
+    })
 }
 
 /// Every figure of a flow recording (src/flow.rs has its fields), by key.
@@ -352,6 +466,28 @@ fn bench_figures(text: &str) -> BTreeMap<String, String> {
             put(format!("{n} cached-share"), &format!("{} %", &m[6]));
         } else if !line.starts_with("- ") && !line.trim().is_empty() {
             list = ("", String::new());
+        }
+    }
+    // How much longer per extra Foo, between every two sizes of a subject.
+    let converged: Vec<(u32, String, f64)> = found
+        .iter()
+        .filter_map(|(key, value)| {
+            let mut words = key.split(' ');
+            let (n, who, what) = (words.next()?, words.next()?, words.next()?);
+            let seconds = value.strip_suffix(" s")?.parse().ok()?;
+            (what == "converged" && words.next().is_none())
+                .then(|| Some((n.parse().ok()?, who.to_string(), seconds)))?
+        })
+        .collect();
+    for (small, who, from) in &converged {
+        for (large, other, to) in &converged {
+            if other == who && large > small {
+                let per_foo = (to - from) / f64::from(large - small);
+                found.insert(
+                    format!("{small}-{large} {who} per-foo"),
+                    format!("{per_foo:.2} s"),
+                );
+            }
         }
     }
     found
@@ -599,7 +735,11 @@ Lines of code (non-blank, non-comment, without tests):
     fn a_figure_is_written_in_and_an_unknown_one_fails_with_its_line() {
         let dir = std::env::temp_dir().join(format!("figures-{}", std::process::id()));
         std::fs::create_dir_all(dir.join("outputs")).unwrap();
-        std::fs::write(dir.join("outputs/run.txt"), RUN).unwrap();
+        std::fs::write(
+            dir.join("outputs/run.txt"),
+            format!("{BENCH_HEADER}; do not edit. -->\n{RUN}"),
+        )
+        .unwrap();
         let page =
             "Step 8 took {{#figure run 500 step8 converged}}, Go {{#figure run 500 go converged}}.";
         assert_eq!(
@@ -615,6 +755,110 @@ Lines of code (non-blank, non-comment, without tests):
         );
         let err = expand("p.md", "{{#figure nothing 500 go rss}}", &dir).unwrap_err();
         assert!(format!("{err:#}").contains("nothing.txt"), "{err:#}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_bench_capture_gives_the_time_per_extra_foo_between_two_sizes() {
+        let run = format!(
+            "{BENCH_HEADER} -->\n\
+             | 100 | Go sample-controller | 18.8 s (18.7–19.0) |  |  | 31.8 MiB | 648 | - |\n\
+             {RUN}"
+        );
+        let Capture::Table(f) = Capture::read(run) else {
+            panic!("a bench capture is read as a table");
+        };
+        assert_eq!(
+            f.get("100-500 go per-foo").map(String::as_str),
+            Some("0.20 s")
+        );
+        assert_eq!(
+            f.get("100-500 step8 per-foo"),
+            None,
+            "step 8 has no 100 row"
+        );
+    }
+
+    #[test]
+    fn every_figure_the_book_names_is_in_its_capture() {
+        let src = crate::repo_root().join("book/src");
+        let mut directives = 0;
+        for entry in std::fs::read_dir(&src).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_none_or(|e| e != "md") {
+                continue;
+            }
+            let page = std::fs::read_to_string(&path).unwrap();
+            directives += page.matches(DIRECTIVE).count();
+            let name = path.file_name().unwrap().to_string_lossy();
+            let expanded = expand(&name, &page, &src).unwrap_or_else(|e| panic!("{e:#}"));
+            assert!(!expanded.contains(DIRECTIVE), "{name}");
+        }
+        assert!(directives > 100, "{directives} figures in the book");
+    }
+
+    /// A capture of a step run, as `cargo xtask book outputs` writes it.
+    const TRANSCRIPT: &str = "\
+$ wc -c target/release/step-8
+17877112 target/release/step-8
+b | INFO step8::leader: became leader identity=b
+(b became leader 6.6 s after a froze)
+  pass  creates the Deployment
+  FAIL  scales it
+  pass  reports its status
+  control plane started                 5.4 s
+step-8: 2 of 3 behaviours pass
+";
+
+    #[test]
+    fn any_other_capture_is_read_by_a_line_pattern() {
+        let figure = |key: &str| by_pattern(TRANSCRIPT, key);
+        assert_eq!(
+            figure("(b became leader {} after a froze)").unwrap(),
+            "6.6 s"
+        );
+        assert_eq!(
+            figure("control plane started {}").unwrap(),
+            "5.4 s",
+            "spaces as one"
+        );
+        assert_eq!(figure("step-8: {} of {*} behaviours pass").unwrap(), "2");
+        assert_eq!(figure("step-8: {*} of {} behaviours pass").unwrap(), "3");
+        assert_eq!(figure("count pass {*}").unwrap(), "2");
+        assert_eq!(figure("count FAIL {*}").unwrap(), "1");
+        assert_eq!(figure("{} target/release/step-8 as MB").unwrap(), "17.9 MB");
+        assert_eq!(
+            figure("{} target/release/step-8 as MiB").unwrap(),
+            "17.0 MiB"
+        );
+        // A pattern matches whole lines: a prefix is not enough.
+        let err = figure("(b became leader {}").unwrap_err().to_string();
+        assert!(err.contains("no line matches"), "{err}");
+        let err = figure("{*} {} {*}").unwrap_err().to_string();
+        assert!(err.contains("different figures"), "{err}");
+        assert!(figure("pass {*}").is_err(), "no `{{}}`");
+        assert!(figure("count {} {*}").is_err(), "a count has no `{{}}`");
+        assert!(figure("{} target/release/step-8 as MB").is_ok());
+        assert!(
+            figure("(b became leader {} after a froze) as MB").is_err(),
+            "not bytes"
+        );
+    }
+
+    #[test]
+    fn a_line_pattern_is_read_from_the_page_with_its_braces() {
+        let dir = std::env::temp_dir().join(format!("figures-lines-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("outputs")).unwrap();
+        std::fs::write(dir.join("outputs/lost.txt"), TRANSCRIPT).unwrap();
+        let page = "took {{#figure lost (b became leader {} after a froze)}}; \
+                    {{#figure lost count pass {*}}} passed.";
+        assert_eq!(expand("p.md", page, &dir).unwrap(), "took 6.6 s; 2 passed.");
+        let err = expand("p.md", "\n\n{{#figure lost (c became leader {})}}", &dir).unwrap_err();
+        let err = format!("{err:#}");
+        assert!(
+            err.contains("p.md:3") && err.contains("no line matches"),
+            "{err}"
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

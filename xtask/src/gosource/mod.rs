@@ -176,7 +176,25 @@ fn replace_directives(
     while let Some(offset) = page[from..].find(open) {
         let start = from + offset;
         let line = page[..start].matches('\n').count() + 1;
-        let Some(close) = page[start..].find("}}") else {
+        // The first `}}` outside braces the directive opens itself (a
+        // figure's line pattern holds `{}`).
+        let mut depth = 0usize;
+        let close = page[start + open.len()..]
+            .char_indices()
+            .find_map(|(at, c)| match c {
+                '{' => {
+                    depth += 1;
+                    None
+                }
+                '}' if depth > 0 => {
+                    depth -= 1;
+                    None
+                }
+                '}' => Some(open.len() + at),
+                _ => None,
+            })
+            .filter(|&at| page[start + at..].starts_with("}}"));
+        let Some(close) = close else {
             anyhow::bail!("{page_name}:{line}: `{}` without `}}}}`", open.trim_end());
         };
         let inside = page[start + open.len()..start + close].trim();
