@@ -212,7 +212,7 @@ mod tests {
         foo
     }
 
-    // The cheat sheet's row for Go's `GetIndexer().Add(obj)`.
+    // Cheat sheet: `Informer().GetIndexer().Add(obj)`
     #[tokio::test]
     async fn a_store_shows_a_list_only_at_init_done_so_init_apply_alone_leaves_it_empty() {
         let key = ObjectRef::<Foo>::new("a").within("ns");

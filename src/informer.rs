@@ -381,6 +381,8 @@ mod tests {
         assert_eq!(seen, ["add a@1", "update a 1->2", "add b@3", "delete a@4"]);
     }
 
+    // Cheat sheet: `cache.DeletedFinalStateUnknown`
+    // Cheat sheet: `tombstones`
     #[test]
     fn a_relist_updates_survivors_and_deletes_what_vanished_meanwhile() {
         use watcher::Event::*;

@@ -281,6 +281,7 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 mod tests {
     use super::*;
 
+    // Cheat sheet: `workqueue.NewTypedItemExponentialFailureRateLimiter(5ms, 1000s)`
     #[test]
     fn per_key_backoff_doubles_from_5ms_and_is_capped_at_1000s() {
         let backoff =
@@ -298,6 +299,7 @@ mod tests {
         }
     }
 
+    // Cheat sheet: `c.workqueue.Forget(objRef)`
     #[test]
     fn keys_back_off_independently_and_forget_resets_one_key() {
         let backoff =
@@ -312,6 +314,7 @@ mod tests {
         assert_eq!(backoff.num_requeues(&"b"), 1);
     }
 
+    // Cheat sheet: `workqueue.TypedBucketRateLimiter{rate.NewLimiter(50, 300)}`
     #[test]
     fn the_bucket_allows_a_burst_then_spaces_retries_at_its_rate() {
         let bucket = TokenBucket::new(50.0, 300);
@@ -330,6 +333,8 @@ mod tests {
         assert_eq!(bucket.reserve_at(later), Duration::from_millis(20));
     }
 
+    // Cheat sheet: `workqueue.NewTypedMaxOfRateLimiter(…)`
+    // Cheat sheet: `per-key exponential backoff, global retry bucket`
     #[test]
     fn the_limiter_takes_the_longer_of_backoff_and_bucket() {
         let limiter = RateLimiter::new(

@@ -583,6 +583,7 @@ async fn holder(client: &Client, ns: &str) -> Option<String> {
         .and_then(|l| l.spec?.holder_identity)
 }
 
+// Cheat sheet: `leader election`
 #[tokio::test]
 async fn only_the_leader_reconciles_and_a_standby_takes_over_when_it_dies_or_stops() {
     let _alone = HEAVY.lock().await;
