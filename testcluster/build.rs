@@ -1,15 +1,25 @@
-//! Turns `versions.toml` at the repository root into the constants of
-//! `src/binaries.rs`: the one place each version is written.
+//! Generates two files the crate includes:
+//!
+//! - from `versions.toml` at the repository root, the constants of
+//!   `src/binaries.rs`: the one place each version is written;
+//! - from every `steps/step-N/step.toml`, the step registry of
+//!   `src/steps.rs`: a step is known because its folder exists.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Component, Path, PathBuf};
 
 fn main() {
+    versions();
+    registry();
+}
+
+fn versions() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../versions.toml");
     println!("cargo::rerun-if-changed={}", path.display());
     let text = std::fs::read_to_string(&path)
         .unwrap_or_else(|err| panic!("reading {}: {err}", path.display()));
-    let versions = parse(&text).unwrap_or_else(|err| panic!("{}: {err}", path.display()));
+    let versions: BTreeMap<String, String> =
+        toml::from_str(&text).unwrap_or_else(|err| panic!("{}: {err}", path.display()));
     let get = |key: &str| {
         versions
             .get(key)
@@ -63,23 +73,107 @@ fn main() {
     std::fs::write(&dest, out).expect("writing versions.rs");
 }
 
-/// `key = "value"` lines; `#` comments and blank lines skipped.
-fn parse(text: &str) -> Result<BTreeMap<String, String>, String> {
-    let mut map = BTreeMap::new();
-    for (n, line) in text.lines().enumerate() {
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') {
+/// A step's `step.toml` (the fields are `Step`'s in src/steps.rs).
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StepToml {
+    title: String,
+    go: String,
+    chapter: String,
+    package: String,
+    source: String,
+    permissions: String,
+    starter: bool,
+    check: bool,
+    captures: Vec<String>,
+    flow: bool,
+}
+
+/// `steps/step-N/step.toml` for every N, as `STEPS` in `OUT_DIR/steps.rs`.
+fn registry() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let steps = root.join("steps");
+    println!("cargo::rerun-if-changed={}", steps.display());
+    let mut found: BTreeMap<u8, (String, StepToml)> = BTreeMap::new();
+    let entries = std::fs::read_dir(&steps)
+        .unwrap_or_else(|err| panic!("reading {}: {err}", steps.display()));
+    for entry in entries {
+        let folder = entry.expect("a directory entry").path();
+        let name = folder
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned();
+        let Some(number) = name.strip_prefix("step-").filter(|_| folder.is_dir()) else {
             continue;
-        }
-        let (key, value) = line
-            .split_once('=')
-            .ok_or_else(|| format!("line {}: not `key = \"value\"`", n + 1))?;
-        let value = value.trim();
-        let value = value
-            .strip_prefix('"')
-            .and_then(|v| v.strip_suffix('"'))
-            .ok_or_else(|| format!("line {}: the value is not quoted", n + 1))?;
-        map.insert(key.trim().to_string(), value.to_string());
+        };
+        let number: u8 = number
+            .parse()
+            .unwrap_or_else(|_| panic!("{}: a step folder is steps/step-N", folder.display()));
+        let path = folder.join("step.toml");
+        println!("cargo::rerun-if-changed={}", path.display());
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|err| {
+            panic!(
+                "{}: a step folder needs its step.toml: {err}",
+                path.display()
+            )
+        });
+        let step: StepToml =
+            toml::from_str(&text).unwrap_or_else(|err| panic!("{}: {err}", path.display()));
+        let source = normalise(&Path::new("steps").join(&name).join(&step.source));
+        assert!(
+            root.join(&source).is_file(),
+            "{}: source = {:?} is no file",
+            path.display(),
+            step.source
+        );
+        found.insert(number, (source.display().to_string(), step));
     }
-    Ok(map)
+    let mut out = String::from(
+        "/// Every step, in order: one per `steps/step-N/step.toml`.\npub const STEPS: &[Step] = &[\n",
+    );
+    for (number, (source, step)) in &found {
+        let starter = if step.starter {
+            format!(
+                "Some(Starter {{ file: \"workshop/step-{number}.rs\", binary: \"workshop-step-{number}\" }})"
+            )
+        } else {
+            "None".into()
+        };
+        let check = if step.check {
+            format!("checks::step{number}::SCENARIOS")
+        } else {
+            "&[]".into()
+        };
+        let flow = if step.flow {
+            format!("Some(\"step-{number}\")")
+        } else {
+            "None".into()
+        };
+        out.push_str(&format!(
+            "    Step {{\n        number: {number},\n        binary: \"step-{number}\",\n        \
+             title: {:?},\n        go: {:?},\n        package: {:?},\n        source: {source:?},\n        \
+             chapter: {:?},\n        permissions: rbac::{},\n        starter: {starter},\n        \
+             check: {check},\n        captures: &{:?},\n        flow: {flow},\n    }},\n",
+            step.title, step.go, step.package, step.chapter, step.permissions, step.captures,
+        ));
+    }
+    out.push_str("];\n");
+    let dest = Path::new(&std::env::var("OUT_DIR").expect("OUT_DIR")).join("steps.rs");
+    std::fs::write(&dest, out).expect("writing steps.rs");
+}
+
+/// `steps/step-3/../step-3.rs` → `steps/step-3.rs`.
+fn normalise(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for part in path.components() {
+        match part {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
 }

@@ -154,7 +154,7 @@ async fn one_client_serves_every_type_and_an_error_from_main_exits_1() {
     );
     deployments.list(&ListParams::default()).await.unwrap();
     // `main` returns the error: Rust prints it and exits with status 1.
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_step-1"))
+    let output = std::process::Command::new(support::step_binary("step-1"))
         .args(["--kubeconfig", "/nonexistent/kubeconfig"])
         .output()
         .unwrap();

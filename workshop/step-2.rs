@@ -9,7 +9,7 @@
 //!
 //!     cargo xtask check step-2
 //!
-//! The project's own answer is steps/step-2.rs.
+//! The project's own answer is steps/step-2/main.rs.
 
 // The gaps leave what they will use unused until you fill them;
 // delete this line when you are done.

@@ -19,29 +19,42 @@ fn read(path: &str) -> String {
     std::fs::read_to_string(root().join(path)).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
-/// The `[[bin]]` names and paths of a Cargo.toml (`name = "…"` then `path = "…"`).
-fn bins(manifest: &str) -> Vec<(String, String)> {
-    let text = read(manifest);
-    let mut bins = Vec::new();
-    for block in text.split("[[bin]]").skip(1) {
-        let field = |key: &str| {
-            block
-                .lines()
-                .find_map(|l| {
-                    l.trim()
-                        .strip_prefix(key)?
-                        .trim()
-                        .strip_prefix('=')?
-                        .trim()
-                        .strip_prefix('"')?
-                        .strip_suffix('"')
-                        .map(str::to_string)
-                })
-                .unwrap_or_default()
-        };
-        bins.push((field("name"), field("path")));
-    }
-    bins
+#[test]
+fn the_registry_has_one_step_per_folder_in_steps() {
+    let mut folders: Vec<u8> = std::fs::read_dir(root().join("steps"))
+        .expect("steps/")
+        .filter_map(|entry| {
+            let path = entry.ok()?.path();
+            let name = path.file_name()?.to_str()?.to_string();
+            path.is_dir().then_some(())?;
+            name.strip_prefix("step-")?.parse().ok()
+        })
+        .collect();
+    folders.sort();
+    let numbers: Vec<u8> = STEPS.iter().map(|s| s.number).collect();
+    assert_eq!(numbers, folders, "one step per steps/step-N/step.toml");
+}
+
+/// A Cargo.toml, parsed.
+fn manifest(path: &str) -> toml::Table {
+    toml::from_str(&read(path)).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// The `[[bin]]` names and paths of a Cargo.toml.
+fn bins(manifest_path: &str) -> Vec<(String, String)> {
+    let text = |bin: &toml::Value, key: &str| {
+        bin.get(key)
+            .and_then(toml::Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
+    manifest(manifest_path)
+        .get("bin")
+        .and_then(toml::Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|bin| (text(bin, "name"), text(bin, "path")))
+        .collect()
 }
 
 #[test]
@@ -64,16 +77,24 @@ fn the_registry_lists_what_it_knows_about_each_step() {
     assert_eq!(numbers, expected, "steps numbered 1, 2, … in order");
 }
 
-/// The directory of the package named `package` in the workspace, and its
-/// manifest's text.
+/// The directory of the package named `package` among the workspace's
+/// members.
 fn package_dir(package: &str) -> String {
-    for dir in [".", "step8", "xtask", "testcluster", "workshop"] {
-        let manifest = read(&format!("{dir}/Cargo.toml"));
-        if manifest.contains(&format!("name = \"{package}\"")) {
+    let root = manifest("Cargo.toml");
+    let members = root["workspace"]["members"]
+        .as_array()
+        .expect("workspace members");
+    for dir in members.iter().filter_map(toml::Value::as_str) {
+        let path = if dir == "." {
+            "Cargo.toml".to_string()
+        } else {
+            format!("{dir}/Cargo.toml")
+        };
+        if manifest(&path)["package"]["name"].as_str() == Some(package) {
             return dir.to_string();
         }
     }
-    panic!("no workspace package named {package}")
+    panic!("no workspace member is the package {package}")
 }
 
 #[test]
@@ -214,10 +235,14 @@ fn every_step_with_a_queue_has_a_flow_recording_its_chapter_replays() {
 fn every_step_has_its_row_in_the_readme() {
     let readme = read("README.md");
     for step in STEPS {
-        let row = format!("| {} | `cargo run --bin {}` |", step.number, step.binary);
+        let row = format!(
+            "| {} | `cargo run --bin {}` | {} | {} |",
+            step.number, step.binary, step.title, step.go
+        );
         assert!(
-            readme.contains(&row),
-            "README.md has no row starting {row:?}"
+            readme.lines().any(|line| line == row),
+            "README.md has no row {row:?} (steps/step-{}/step.toml's title and go)",
+            step.number
         );
     }
 }

@@ -15,16 +15,16 @@ const STEP_2: Spec = Spec {
             informers, and the wait for both caches). Everything else, the flags, the \
             client and the printing of the caches, is done.",
     read: "The Rust code",
-    answer: "steps/step-2.rs",
+    answer: "steps/step-2/main.rs",
     allow: "unused_variables, unused_imports, dead_code",
     solutions: &[
-        "steps/step-2.rs:informers",
-        "steps/step-2.rs:start",
-        "steps/step-2.rs:wait_for_sync",
+        "steps/step-2/main.rs:informers",
+        "steps/step-2/main.rs:start",
+        "steps/step-2/main.rs:wait_for_sync",
     ],
     pieces: &[
         Piece::File {
-            path: "steps/step-2.rs",
+            path: "steps/step-2/main.rs",
             regions: &[(
                 "informers",
                 "    let (foos, deployments) = start_informers(&args.namespace, &client);\n",
