@@ -163,7 +163,7 @@ fn registry() {
     std::fs::write(&dest, out).expect("writing steps.rs");
 }
 
-/// `steps/step-3/../step-3.rs` → `steps/step-3.rs`.
+/// `steps/step-3/../step-3.rs` → `steps/step-3/main.rs`.
 fn normalise(path: &Path) -> PathBuf {
     let mut out = PathBuf::new();
     for part in path.components() {

@@ -12,7 +12,7 @@
 //!     cargo xtask check step-3
 //!
 //! The project's own answer is src/handlers.rs (`on_foo`, `on_deployment`,
-//! `handle_object`), used by steps/step-3.rs.
+//! `handle_object`), used by steps/step-3/main.rs.
 
 // The gaps leave what they will use unused until you fill them;
 // delete this line when you are done.

@@ -12,7 +12,7 @@
 //!     cargo xtask check step-4
 //!
 //! The project's own answer is src/workqueue.rs (`run`, `run_until`), used by
-//! steps/step-4.rs.
+//! steps/step-4/main.rs.
 
 // The gaps leave what they will use unused until you fill them;
 // delete this line when you are done.

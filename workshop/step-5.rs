@@ -9,7 +9,7 @@
 //!
 //!     cargo xtask check step-5
 //!
-//! The project's own answer is steps/step-5.rs.
+//! The project's own answer is steps/step-5/main.rs.
 
 // The gaps leave what they will use unused until you fill them;
 // delete this line when you are done.

@@ -8,7 +8,7 @@
 //!
 //!     cargo xtask check step-6
 //!
-//! The project's own answer is steps/step-6.rs.
+//! The project's own answer is steps/step-6/main.rs.
 
 // The gaps leave what they will use unused until you fill them;
 // delete this line when you are done.

@@ -726,7 +726,7 @@ fn learner_build(root: &Path) -> Result<(Duration, Duration)> {
         target.display()
     );
     let cold = cargo(root, &["build", "--quiet", "--bins"], Some(&target))?;
-    let step = root.join("steps/step-3.rs");
+    let step = root.join("steps/step-3/main.rs");
     let text = std::fs::read_to_string(&step)?;
     std::fs::write(&step, format!("{text}\n"))?; // an edit, as a learner makes one
     let rebuilt = cargo(root, &["build", "--quiet", "--bins"], Some(&target));

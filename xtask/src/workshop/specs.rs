@@ -120,7 +120,7 @@ const STEP_3: Spec = Spec {
             handler's decision, `enqueue NAMESPACE/NAME` or `ignored (why)`.",
     read: "The Rust code",
     answer: "src/handlers.rs (`on_foo`, `on_deployment`, `handle_object`), used by \
-             steps/step-3.rs",
+             steps/step-3/main.rs",
     allow: "unused_variables, unused_imports, dead_code",
     solutions: &[
         "src/handlers.rs:foo_handler",
@@ -128,7 +128,7 @@ const STEP_3: Spec = Spec {
     ],
     pieces: &[
         Piece::File {
-            path: "steps/step-3.rs",
+            path: "steps/step-3/main.rs",
             regions: &[],
             drop: &[],
             edits: &[
@@ -188,12 +188,12 @@ const STEP_4: Spec = Spec {
             stand-in sync that only logs (`process`, with `--fail-first` and \
             `--sync-millis` to make it fail or take time) are done.",
     read: "The Rust code",
-    answer: "src/workqueue.rs (`run`, `run_until`), used by steps/step-4.rs",
+    answer: "src/workqueue.rs (`run`, `run_until`), used by steps/step-4/main.rs",
     allow: "unused_variables, unused_imports, unused_mut, dead_code",
     solutions: &["src/workqueue.rs:run", "src/workqueue.rs:run_until"],
     pieces: &[
         Piece::File {
-            path: "steps/step-4.rs",
+            path: "steps/step-4/main.rs",
             regions: &[],
             drop: &[],
             edits: &[
@@ -261,12 +261,12 @@ const STEP_5: Spec = Spec {
             Deployment, refuse one the Foo does not control, fix its replicas. The \
             informers, handlers and workers of steps 2–4 are done.",
     read: "The Rust code",
-    answer: "steps/step-5.rs",
+    answer: "steps/step-5/main.rs",
     allow: "unused_variables, unused_imports, dead_code",
-    solutions: &["steps/step-5.rs:sync_handler"],
+    solutions: &["steps/step-5/main.rs:sync_handler"],
     pieces: &[
         Piece::File {
-            path: "steps/step-5.rs",
+            path: "steps/step-5/main.rs",
             regions: &[],
             drop: &[],
             edits: &[],
@@ -299,12 +299,12 @@ const STEP_6: Spec = Spec {
     yours: "`update_foo_status`, marked `WRITE THIS` at the end, which `sync_handler` \
             (step 5's, done) calls after each sync.",
     read: "The Rust code",
-    answer: "steps/step-6.rs",
+    answer: "steps/step-6/main.rs",
     allow: "unused_variables, unused_imports",
-    solutions: &["steps/step-6.rs:update_foo_status"],
+    solutions: &["steps/step-6/main.rs:update_foo_status"],
     pieces: &[
         Piece::File {
-            path: "steps/step-6.rs",
+            path: "steps/step-6/main.rs",
             regions: &[],
             drop: &[],
             edits: &[],
@@ -341,7 +341,7 @@ const STEP_7: Spec = Spec {
     solutions: &["src/controller.rs:sync_handler"],
     pieces: &[
         Piece::File {
-            path: "steps/step-6.rs",
+            path: "steps/step-6/main.rs",
             regions: &[],
             drop: &[],
             edits: &[
