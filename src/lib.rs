@@ -16,8 +16,7 @@ pub mod vocabulary;
 
 pub use types::{Foo, FooSpec, FooStatus};
 
-pub mod controller;
-// The step8 crate's unit tests use these too (its dev-dependency on this
+// Steps 7 and 8's unit tests use these too (their dev-dependency on this
 // crate turns the feature on).
 #[cfg(any(test, feature = "fixtures"))]
 pub mod fixtures;

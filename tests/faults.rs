@@ -44,7 +44,7 @@ use Bin::{Eight, Seven};
 /// Both, in the order their report lines are printed.
 const BOTH: [Bin; 2] = [Eight, Seven];
 
-/// Step 7's resync period (steps/step-7.rs, Go's `time.Second*30`).
+/// Step 7's resync period (steps/step-7/main.rs, Go's `time.Second*30`).
 const RESYNC: f64 = 30.0;
 
 impl Bin {

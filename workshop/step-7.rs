@@ -11,8 +11,8 @@
 //!
 //!     cargo xtask check step-7
 //!
-//! The project's own answer is src/controller.rs (`Controller`), used by
-//! steps/step-7.rs.
+//! The project's own answer is steps/step-7/controller.rs (`Controller`),
+//! used by steps/step-7/main.rs.
 
 // The gaps leave what they will use unused until you fill them;
 // delete this line when you are done.

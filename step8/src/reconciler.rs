@@ -1,6 +1,6 @@
 //! Step 8: the sample controller written the way kube-rs is meant to be used.
 //!
-//! The same job as step 7 (`src/controller.rs`, Go's controller.go line by
+//! The same job as step 7 (`steps/step-7/controller.rs`, Go's controller.go line by
 //! line): one nginx Deployment per Foo, its replicas, the Foo's status, the
 //! same Events. What changes is how: kube-runtime's `Controller` replaces the
 //! informers, handlers and work queue; `reconcile` and `error_policy` replace

@@ -5,8 +5,8 @@
 //! Everything here returns [`Result`]; the tests wrap it in helpers that
 //! panic, the captures add their transcript on top. The program is named by
 //! its path: the tests take a step's from `support::step_binary`, which
-//! reads [`crate::steps`] (the root package's next to `CARGO_BIN_EXE_step-7`,
-//! another package's built with cargo), the captures from target/debug.
+//! reads [`crate::steps`] and builds the step's package with cargo), the
+//! captures from target/debug.
 
 use std::path::Path;
 use std::process::{ExitStatus, Stdio};

@@ -537,24 +537,16 @@ pub async fn apply(client: &Client, doc: &serde_json::Value, for_real: bool) -> 
     testcluster::apply_object(client, doc, "manifest-test", !for_real).await
 }
 
-/// The binary `name` of a step, where the step registry says it is built:
-/// this package's binaries (steps 3–7) are next to `CARGO_BIN_EXE_step-7`,
-/// built by cargo before any test runs; another package's (steps 1 and 2
-/// and step 8, each a package of its own with only its dependencies) is
-/// built with `cargo build -p PACKAGE --bin NAME`, once per test binary:
-/// cargo decides whether anything changed (a no-op when nothing did), and
-/// says where the executable is.
+/// The binary `name` of a step, built by the package the step registry
+/// names (each step is a package of its own, so that it compiles only its
+/// own dependencies) with `cargo build -p PACKAGE --bin NAME`, once per
+/// test binary: cargo decides whether anything changed (a no-op when nothing
+/// did), and says where the executable is.
 pub fn step_binary(name: &str) -> String {
     let step = testcluster::steps::STEPS
         .iter()
         .find(|s| s.binary == name)
         .unwrap_or_else(|| panic!("no step binary {name} in testcluster::steps"));
-    if step.package == env!("CARGO_PKG_NAME") {
-        let dir = std::path::Path::new(env!("CARGO_BIN_EXE_step-7"))
-            .parent()
-            .expect("a binary has a directory");
-        return dir.join(name).to_string_lossy().into_owned();
-    }
     built_by_cargo(step.package, name)
 }
 

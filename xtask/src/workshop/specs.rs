@@ -326,7 +326,7 @@ it has none yet), and send it with `replace_status` (a PUT to the
     ],
 };
 
-/// Step 7's program is the library's `Controller` (src/controller.rs); its
+/// Step 7's program is its own `Controller` (steps/step-7/controller.rs); its
 /// starter is step 6's program with the two things step 7 adds left as gaps.
 const STEP_7: Spec = Spec {
     step: 7,
@@ -336,9 +336,9 @@ const STEP_7: Spec = Spec {
             workers, `sync_handler`, `update_foo_status`, all copied from step 6) are \
             done; the workers already stop on SIGTERM and let syncs in flight finish.",
     read: "The Rust code",
-    answer: "src/controller.rs (`Controller`), used by steps/step-7.rs",
+    answer: "steps/step-7/controller.rs (`Controller`), used by steps/step-7/main.rs",
     allow: "unused_variables, unused_imports",
-    solutions: &["src/controller.rs:sync_handler"],
+    solutions: &["steps/step-7/controller.rs:sync_handler"],
     pieces: &[
         Piece::File {
             path: "steps/step-6/main.rs",

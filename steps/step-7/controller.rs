@@ -6,7 +6,7 @@
 //! tracing span per sync, behaving as Go does request for request (create,
 //! then a full replace of the Deployment, a PUT of the status on every sync,
 //! Go's 30 s resync). Its names, errors and Events are
-//! [`crate::vocabulary`]'s. Step 8 (`step8/src/reconciler.rs`) is the same
+//! [`sample_controller::vocabulary`]'s. Step 8 (`step8/src/reconciler.rs`) is the same
 //! controller the kube-rs way.
 
 use std::sync::Arc;
@@ -18,16 +18,16 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Api, Client, ResourceExt};
 use tracing::Instrument;
 
-use crate::deployment::new_deployment;
-use crate::handlers::Informers;
-use crate::informer::key_string;
-use crate::signals::Shutdown;
-use crate::vocabulary::{
+use sample_controller::deployment::new_deployment;
+use sample_controller::handlers::Informers;
+use sample_controller::informer::key_string;
+use sample_controller::signals::Shutdown;
+use sample_controller::vocabulary::{
     Error, FIELD_MANAGER, MESSAGE_RESOURCE_SYNCED, SUCCESS_SYNCED, ensure_controlled, publish,
     recorder,
 };
-use crate::workqueue;
-use crate::{Foo, FooStatus};
+use sample_controller::workqueue;
+use sample_controller::{Foo, FooStatus};
 
 // ANCHOR: controller
 /// The sample controller. Go: the `Controller` struct.
@@ -41,7 +41,7 @@ pub struct Controller {
 impl Controller {
     /// A controller reading the given caches and writing through `client`.
     /// Go: `NewController` (the handlers are registered by
-    /// [`crate::handlers::start_informers`]).
+    /// [`sample_controller::handlers::start_informers`]).
     pub fn new(client: Client, foos: Store<Foo>, deployments: Store<Deployment>) -> Self {
         Self {
             recorder: recorder(client.clone()),
@@ -176,8 +176,8 @@ impl Controller {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fixtures::{cache, foo, mock_client, stored};
     use http::Method;
+    use sample_controller::fixtures::{cache, foo, mock_client, stored};
     use serde_json::json;
 
     const DEPLOYMENTS: &str = "/apis/apps/v1/namespaces/default/deployments";

@@ -2,7 +2,7 @@
 //!
 //! Go: main.go (flags, signal handler, clients, informer factories with a
 //! 30 s resync, `controller.Run(ctx, 2)`) with controller.go, here
-//! `src/controller.rs`.
+//! `controller.rs` beside this file.
 //! <https://github.com/kubernetes/sample-controller/blob/v0.37.1/main.go>
 //!
 //! Step 6 plus Events (`Synced`, `ErrResourceExists`), a tracing span per
@@ -13,11 +13,13 @@
 //!
 //!     cargo run --bin step-7 -- [--kubeconfig PATH] [--master URL] [--namespace NS]
 
+mod controller;
+
 use std::time::Duration;
 
 use clap::Parser;
+use controller::Controller;
 use sample_controller::config::{ClientFlags, NamespaceFlag, client_from_flags};
-use sample_controller::controller::Controller;
 use sample_controller::diagnose::{Fatal, preflight};
 use sample_controller::handlers::start_informers;
 use sample_controller::{rbac, signals, telemetry};
