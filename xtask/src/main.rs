@@ -240,6 +240,16 @@ async fn test() -> Result<()> {
         "==> cargo test --workspace (unit, mock API server, end-to-end and parity against local control planes)"
     );
     clear_fault_report()?;
+    // Every step is a package of its own, so `cargo test` builds no step
+    // binary for the end-to-end tests; built first, their own `cargo build
+    // -p step-N` (tests/support) finds nothing to do.
+    let status = cargo(&["build", "--bins"])
+        .std()
+        .status()
+        .context("running cargo build --bins")?;
+    if !status.success() {
+        anyhow::bail!("cargo build --bins failed");
+    }
     let status = cargo(&["test", "--workspace"])
         .std()
         .status()
