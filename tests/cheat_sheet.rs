@@ -61,7 +61,9 @@ async fn stored_foo(client: &Client, ns: &str, name: &str) -> Foo {
     support::create_foo(client, ns, name, &format!("{name}-nginx"), Some(1)).await
 }
 
-/// A synced cache holding `objects`, as an informer leaves it.
+/// A synced cache holding `objects`, as an informer leaves it (src/fixtures.rs's
+/// `cache`, which this package's integration tests cannot reach: they see the
+/// library without its `fixtures` feature).
 fn synced<K>(objects: impl IntoIterator<Item = K>) -> Store<K>
 where
     K: Resource + Clone,
