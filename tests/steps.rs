@@ -56,7 +56,9 @@ async fn passes_its_check(step: u8) {
         client,
         echo: true,
     };
-    let report = checks::check(step, &target).await.expect("the check runs");
+    let report = testcluster::steps::check(step, &target)
+        .await
+        .expect("the check runs");
     println!("{report}");
     assert!(report.passed(), "step {step}:\n{report}");
     // A check that passed leaves nothing behind.

@@ -13,7 +13,9 @@
 use sample_controller::diagnose::Permission;
 use sample_controller::rbac;
 
-use crate::checks::{self, CheckScenario};
+use anyhow::{Result, bail};
+
+use crate::checks::{self, Behaviour, CheckScenario, Report, Target};
 
 /// One step of the course.
 #[derive(Clone, Copy, Debug)]
@@ -75,8 +77,93 @@ pub fn drawn() -> impl Iterator<Item = &'static Step> {
     STEPS.iter().filter(|s| s.flow.is_some())
 }
 
+/// The scenarios of `step`'s check; an error naming the steps that have one
+/// for a step without.
+fn scenarios(step: u8) -> Result<&'static [CheckScenario]> {
+    match self::step(step) {
+        Some(s) if !s.check.is_empty() => Ok(s.check),
+        _ => {
+            let checked: Vec<String> = checked().map(|s| format!("step-{}", s.number)).collect();
+            bail!(
+                "there is no check for step {step}: {} have one",
+                checked.join(", ")
+            )
+        }
+    }
+}
+
+/// Every behaviour of `step`'s check, in report order (none for a step
+/// without a check).
+pub fn behaviours(step: u8) -> Vec<Behaviour> {
+    scenarios(step)
+        .unwrap_or_default()
+        .iter()
+        .flat_map(|s| s.behaviours.iter().copied())
+        .collect()
+}
+
+/// Runs `step`'s check against `target` ([`checks::check_scenarios`]); an
+/// error for a step without a check.
+pub async fn check(step: u8, target: &Target) -> Result<Report> {
+    checks::check_scenarios(step, scenarios(step)?, target).await
+}
+
 /// `step-5`, `5` → step 5, if it exists.
 pub fn parse(text: &str) -> Option<&'static Step> {
     let number = text.strip_prefix("step-").unwrap_or(text);
     number.parse().ok().and_then(step)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    /// mdBook's id for a heading: lower case, spaces to dashes, only
+    /// alphanumerics, `-` and `_` kept.
+    fn anchor(heading: &str) -> String {
+        heading
+            .trim()
+            .to_lowercase()
+            .chars()
+            .filter_map(|c| match c {
+                ' ' => Some('-'),
+                c if c.is_alphanumeric() || c == '-' || c == '_' => Some(c),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_behaviour_points_at_a_section_that_exists_in_the_book() {
+        let book = Path::new(env!("CARGO_MANIFEST_DIR")).join("../book/src");
+        for step in checked().map(|s| s.number) {
+            let list = behaviours(step);
+            assert!(!list.is_empty(), "step {step} has no behaviours");
+            for b in list {
+                let (file, section) = b.chapter.split_once('#').expect("file#section");
+                let text = std::fs::read_to_string(book.join(file)).expect(file);
+                let anchors: Vec<String> = text
+                    .lines()
+                    .filter(|l| l.starts_with('#'))
+                    .map(|l| anchor(l.trim_start_matches('#')))
+                    .collect();
+                assert!(
+                    anchors.iter().any(|a| a == section),
+                    "{}: no heading #{section} in {file} (has {anchors:?})",
+                    b.what
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn behaviours_are_unique_within_a_step() {
+        for step in checked().map(|s| s.number) {
+            let list = behaviours(step);
+            for (i, b) in list.iter().enumerate() {
+                assert!(!list[..i].contains(b), "step {step}: {b:?} twice");
+            }
+        }
+    }
 }

@@ -7,7 +7,7 @@
 
 use std::path::Path;
 
-use testcluster::checks::{self, Outcome, Target};
+use testcluster::checks::{Outcome, Target};
 
 mod copy;
 use copy::{copy_of_the_repository, target_dir, workspace};
@@ -30,7 +30,9 @@ async fn fails_as_handed_out(step: u8, program: &str) {
         client,
         echo: true,
     };
-    let report = checks::check(step, &target).await.expect("the check runs");
+    let report = testcluster::steps::check(step, &target)
+        .await
+        .expect("the check runs");
     println!("{report}");
 
     let expected: Vec<&str> = UNTOUCHED
@@ -151,7 +153,11 @@ async fn every_starter_finished_with_the_references_code_passes_its_check() {
             client: client.clone(),
             echo: false,
         };
-        async move { checks::check(*step, &target).await.expect("the check runs") }
+        async move {
+            testcluster::steps::check(*step, &target)
+                .await
+                .expect("the check runs")
+        }
     }))
     .await;
     let failed: Vec<String> = reports

@@ -168,7 +168,7 @@ async fn every_wrong_solution_fails_its_steps_check_on_the_behaviour_it_breaks()
             echo: false,
         };
         async move {
-            checks::check(w.step, &target)
+            testcluster::steps::check(w.step, &target)
                 .await
                 .expect("the check runs")
         }

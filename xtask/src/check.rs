@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
-use testcluster::checks::{self, Target};
+use testcluster::checks::Target;
 use testcluster::steps::{self, Step};
 use testcluster::{ControlPlane, Options};
 
@@ -81,7 +81,7 @@ pub async fn check(args: CheckArgs) -> Result<ExitCode> {
         client,
         echo: args.verbose,
     };
-    let report = checks::check(step, &target).await?;
+    let report = testcluster::steps::check(step, &target).await?;
     println!("{report}");
     drop(own);
     if report.passed() {

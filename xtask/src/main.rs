@@ -275,6 +275,16 @@ async fn test() -> Result<()> {
     book::check()
 }
 
+/// Runs `command`; an error naming it if it cannot start or fails.
+pub(crate) fn run_tool(command: &mut std::process::Command) -> Result<()> {
+    let shown = format!("{command:?}");
+    let status = command
+        .status()
+        .with_context(|| format!("running {shown}"))?;
+    anyhow::ensure!(status.success(), "{shown} failed ({status})");
+    Ok(())
+}
+
 /// `cargo test --test parity`, after building what it needs.
 fn parity() -> Result<()> {
     build(&[])?;

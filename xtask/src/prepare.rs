@@ -11,7 +11,7 @@
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use testcluster::checks::{self, Target};
+use testcluster::checks::Target;
 use testcluster::{ControlPlane, Options};
 
 use crate::repo_root;
@@ -80,7 +80,7 @@ pub async fn prepare() -> Result<()> {
         client,
         echo: false,
     };
-    let report = checks::check(2, &target).await?;
+    let report = testcluster::steps::check(2, &target).await?;
     println!("{report}");
     drop(cp); // stops every process of the control plane by PID
     if !report.passed() {

@@ -20,7 +20,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail, ensure};
 
-use crate::book::run_tool as run;
+use crate::run_tool as run;
 
 /// A tool the book is built or checked with, pinned.
 #[derive(Clone, Copy, Debug)]

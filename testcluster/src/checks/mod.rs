@@ -22,7 +22,7 @@ use std::process::ExitStatus;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use anyhow::{Context as _, Result, bail};
+use anyhow::{Context as _, Result};
 use futures::future::join_all;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::events::v1::Event;
@@ -185,40 +185,17 @@ impl CheckScenario {
     }
 }
 
-/// The scenarios of `step`'s check, from the step registry; an error for a
-/// step without one.
-fn scenarios(step: u8) -> Result<&'static [CheckScenario]> {
-    match crate::steps::step(step) {
-        Some(s) if !s.check.is_empty() => Ok(s.check),
-        _ => {
-            let checked: Vec<String> = crate::steps::checked()
-                .map(|s| format!("step-{}", s.number))
-                .collect();
-            bail!(
-                "there is no check for step {step}: {} have one",
-                checked.join(", ")
-            )
-        }
-    }
-}
-
-/// Every behaviour of `step`'s check, in report order (none for a step
-/// without a check).
-pub fn behaviours(step: u8) -> Vec<Behaviour> {
-    scenarios(step)
-        .unwrap_or_default()
-        .iter()
-        .flat_map(|s| s.behaviours.iter().copied())
-        .collect()
-}
-
-/// Runs `step`'s check against `target`. Its scenarios run at once, each in
-/// a namespace of its own. An `Err` means the check could not run (no
-/// such step, the CRD missing); a failing program is a failing [`Report`].
+/// Runs step `step`'s check, its `scenarios` (the step registry's
+/// [`crate::steps::check`] finds them), against `target`. The scenarios run
+/// at once, each in a namespace of its own. An `Err` means the check could
+/// not run (the CRD missing); a failing program is a failing [`Report`].
 /// When every behaviour passed, the namespaces it created are deleted;
 /// otherwise the report names them.
-pub async fn check(step: u8, target: &Target) -> Result<Report> {
-    let scenarios = scenarios(step)?;
+pub async fn check_scenarios(
+    step: u8,
+    scenarios: &'static [CheckScenario],
+    target: &Target,
+) -> Result<Report> {
     let crd = Api::<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition>::all(target.client.clone());
     crd.get_opt("foos.samplecontroller.k8s.io")
         .await
@@ -256,7 +233,7 @@ pub async fn check(step: u8, target: &Target) -> Result<Report> {
 
 tokio::task_local! {
     /// The namespaces the running check created (every scenario of one
-    /// check runs in the task that calls [`check`]).
+    /// check runs in the task that calls [`check_scenarios`]).
     static CREATED: std::sync::Mutex<Vec<String>>;
 }
 
@@ -531,55 +508,6 @@ pub(crate) mod step8;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::Path;
-
-    /// mdBook's id for a heading: lower case, spaces to dashes, only
-    /// alphanumerics, `-` and `_` kept.
-    fn anchor(heading: &str) -> String {
-        heading
-            .trim()
-            .to_lowercase()
-            .chars()
-            .filter_map(|c| match c {
-                ' ' => Some('-'),
-                c if c.is_alphanumeric() || c == '-' || c == '_' => Some(c),
-                _ => None,
-            })
-            .collect()
-    }
-
-    #[test]
-    fn every_behaviour_points_at_a_section_that_exists_in_the_book() {
-        let book = Path::new(env!("CARGO_MANIFEST_DIR")).join("../book/src");
-        for step in crate::steps::checked().map(|s| s.number) {
-            let list = behaviours(step);
-            assert!(!list.is_empty(), "step {step} has no behaviours");
-            for b in list {
-                let (file, section) = b.chapter.split_once('#').expect("file#section");
-                let text = std::fs::read_to_string(book.join(file)).expect(file);
-                let anchors: Vec<String> = text
-                    .lines()
-                    .filter(|l| l.starts_with('#'))
-                    .map(|l| anchor(l.trim_start_matches('#')))
-                    .collect();
-                assert!(
-                    anchors.iter().any(|a| a == section),
-                    "{}: no heading #{section} in {file} (has {anchors:?})",
-                    b.what
-                );
-            }
-        }
-    }
-
-    #[test]
-    fn behaviours_are_unique_within_a_step() {
-        for step in crate::steps::checked().map(|s| s.number) {
-            let list = behaviours(step);
-            for (i, b) in list.iter().enumerate() {
-                assert!(!list[..i].contains(b), "step {step}: {b:?} twice");
-            }
-        }
-    }
 
     #[test]
     fn a_report_summary_marks_each_outcome() {

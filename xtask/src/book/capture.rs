@@ -25,8 +25,8 @@ use crate::kubectl::Kubectl;
 
 use super::recordings;
 use super::scenarios::*;
-use super::tools::run_tool;
 use super::{book_dir, rel};
+use crate::run_tool;
 
 /// How long a scenario waits for a line it expects.
 const WAIT: Duration = Duration::from_secs(90);

@@ -44,7 +44,6 @@ use anyhow::Result;
 use clap::Subcommand;
 
 pub use check::check;
-pub(crate) use tools::run_tool;
 use tools::{MDBOOK, MDBOOK_MERMAID, require_tools};
 
 #[derive(Subcommand)]

@@ -1,7 +1,7 @@
 //! The `{{#go …}}` directives and fenced code blocks of a page.
 
 use super::DIRECTIVE;
-use super::links::Selector;
+use super::selector::Selector;
 
 /// Byte ranges of fenced code blocks (``` or ~~~) in a page.
 pub(super) fn fenced_ranges(text: &str) -> Vec<(usize, usize)> {

@@ -15,7 +15,7 @@
 //! name or group), from its leading comments to its closing line; several
 //! names (`…/types.go:Foo,FooSpec`) show consecutive declarations;
 //! `{{#go main.go:main/Start..Start@2}}` shows statements inside one (the
-//! selectors are [`links::Selector`]'s).
+//! selectors are [`selector::Selector`]'s).
 //!
 //! `cargo xtask book preprocess` (the `[preprocessor.gosource]` of
 //! book.toml, run before mdBook's `links`) replaces it by the Go code (dedented,
@@ -56,6 +56,7 @@ mod markdown;
 mod modcache;
 mod render;
 mod scan;
+mod selector;
 mod versions;
 
 use links::Release;
@@ -444,9 +445,9 @@ fn resolve_directive(directive: &Directive) -> Result<(Arc<GoFile>, usize, usize
 #[cfg(test)]
 mod tests {
     use super::*;
-    use links::Selector;
     use markdown::parse_directive;
     use render::following_fence;
+    use selector::Selector;
 
     #[test]
     fn a_binary_rebuilt_in_place_while_running_is_still_the_configured_one() {
