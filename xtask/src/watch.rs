@@ -289,20 +289,25 @@ mod tests {
 
     #[test]
     fn the_steps_it_draws_are_the_registrys_steps_with_a_flow() {
-        assert_eq!(drawable(), "step-3 to step-8");
-        assert!(about().contains("(step-3 to step-8)"), "{}", about());
-        assert_eq!(drawn_step("step-8").unwrap().number, 8);
+        let first = testcluster::steps::drawn().next().unwrap().number;
+        let last = testcluster::steps::drawn().last().unwrap().number;
+        assert_eq!(first, 3, "the first step with a queue");
+        let range = format!("step-{first} to step-{last}");
+        assert_eq!(drawable(), range);
+        assert!(about().contains(&format!("({range})")), "{}", about());
+        assert_eq!(drawn_step(&format!("step-{last}")).unwrap().number, last);
         assert_eq!(drawn_step("3").unwrap().number, 3);
         let error = drawn_step("step-2").unwrap_err().to_string();
         assert!(
             error.contains("step-2 lists and caches but queues nothing"),
             "{error}"
         );
-        assert!(error.ends_with("give step-3 to step-8"), "{error}");
-        for wrong in ["step-9", "nine", ""] {
+        assert!(error.ends_with(&format!("give {range}")), "{error}");
+        let after_the_last = format!("step-{}", testcluster::steps::STEPS.len() + 1);
+        for wrong in [after_the_last.as_str(), "nine", ""] {
             let error = drawn_step(wrong).unwrap_err().to_string();
             assert!(
-                error.contains("is not a step: give step-3 to step-8"),
+                error.contains(&format!("is not a step: give {range}")),
                 "{error}"
             );
         }
