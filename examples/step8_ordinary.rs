@@ -6,7 +6,7 @@
 //! changed (a key at most once, never two reconciles of one key at a time),
 //! and calls `reconcile`; `reconcile` reads the Foo's Deployment, applies what
 //! the Foo wants with server-side apply, and applies the status. The book's
-//! step 8 chapter starts here, then shows what `step8/` adds and why (each
+//! step 8 chapter starts here, then shows what `steps/step-8/` adds and why (each
 //! addition is a behaviour `cargo xtask check step-8` tests):
 //!
 //!     cargo run --example step8_ordinary -- --namespace default

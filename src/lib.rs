@@ -3,7 +3,7 @@
 //! Each module is named after the Go piece it mirrors; the step binaries in
 //! `steps/` use them so that each step file shows only the layer its chapter
 //! teaches. What only step 8 uses (its reconciler, leader election, probes,
-//! metrics and HTTP server) is the `step8` crate in `step8/`, so that steps
+//! metrics and HTTP server) is the `step8` crate in `steps/step-8/`, so that steps
 //! 1–7 never compile the crates it needs.
 pub mod config;
 pub mod crd;

@@ -6,7 +6,7 @@
 //! Go: [controller.go](https://github.com/kubernetes/sample-controller/blob/v0.37.1/controller.go),
 //! its `const` block, `syncHandler`'s errors and `c.recorder`. Step 7's
 //! `Controller` is in [`crate::controller`]; step 8 builds on the same
-//! vocabulary in step8/.
+//! vocabulary in steps/step-8/.
 
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};

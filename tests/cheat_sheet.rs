@@ -883,7 +883,7 @@ fn rows() -> Vec<String> {
 fn marked_rows() -> Vec<(String, String, bool)> {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut files = Vec::new();
-    for dir in ["src", "tests", "step8/src", "step8/tests"] {
+    for dir in ["src", "tests", "steps"] {
         let mut stack = vec![root.join(dir)];
         while let Some(dir) = stack.pop() {
             for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {

@@ -5,16 +5,16 @@
 //! rewritten so that every write is a server-side apply of only what this
 //! controller owns, and made only when it changes something. kube's
 //! `Controller` (its watches, the Deployment predicate, per-key backoff,
-//! graceful shutdown: step8/src/reconciler.rs `run`, copied) and `reconcile`
-//! around your `sync` are done.
+//! graceful shutdown: steps/step-8/src/reconciler.rs `run`, copied) and
+//! `reconcile` around your `sync` are done.
 //!
 //! Read: book/src/step-8.md, "The idioms, one by one". Check your work
 //! against a real API server:
 //!
 //!     cargo xtask check step-8
 //!
-//! The project's own answer is step8/src/reconciler.rs (`sync`, `drifted`,
-//! `update_foo_status`), used by step8/step-8.rs.
+//! The project's own answer is steps/step-8/src/reconciler.rs (`sync`,
+//! `drifted`, `update_foo_status`), used by steps/step-8/main.rs.
 
 // The gaps leave what they will use unused until you fill them;
 // delete this line when you are done.
@@ -59,7 +59,7 @@ struct Args {
     workers: u16,
 }
 
-/// Not the reference's `main` (step8/step-8.rs), which adds leader election,
+/// Not the reference's `main` (steps/step-8/main.rs), which adds leader election,
 /// probes, metrics and RBAC warnings: the same `run` (below, the
 /// reference's), whose `reconcile` calls your `sync`.
 #[tokio::main]

@@ -6,7 +6,7 @@
 //! tracing span per sync, behaving as Go does request for request (create,
 //! then a full replace of the Deployment, a PUT of the status on every sync,
 //! Go's 30 s resync). Its names, errors and Events are
-//! [`sample_controller::vocabulary`]'s. Step 8 (`step8/src/reconciler.rs`) is the same
+//! [`sample_controller::vocabulary`]'s. Step 8 (`steps/step-8/src/reconciler.rs`) is the same
 //! controller the kube-rs way.
 
 use std::sync::Arc;

@@ -480,11 +480,11 @@ fn lines_of_code(root: &Path) -> Result<Vec<(&'static str, usize)>> {
             ])?,
         ),
         (
-            "step 8 without its production parts: step8/src/reconciler.rs, caches.rs and error.rs, and the rate limiter of workqueue.rs",
+            "step 8 without its production parts: steps/step-8/src/reconciler.rs, caches.rs and error.rs, and the rate limiter of workqueue.rs",
             count(&[
-                "step8/src/reconciler.rs",
-                "step8/src/caches.rs",
-                "step8/src/error.rs",
+                "steps/step-8/src/reconciler.rs",
+                "steps/step-8/src/caches.rs",
+                "steps/step-8/src/error.rs",
             ])? + rate_limiter_lines(root)?,
         ),
     ])

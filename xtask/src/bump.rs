@@ -102,7 +102,7 @@ pub fn bump(args: BumpArgs) -> Result<()> {
         println!("==> k8s-openapi feature {old_feature} -> {new_feature}");
         for manifest in [
             "Cargo.toml",
-            "step8/Cargo.toml",
+            "steps/step-8/Cargo.toml",
             "testcluster/Cargo.toml",
             "xtask/Cargo.toml",
             "workshop/Cargo.toml",

@@ -1,6 +1,6 @@
 //! `cargo xtask heap-profile`: where step 8's heap goes, by dhat.
 //!
-//! Builds step 8's controller under dhat (`step8/examples/heap_profile.rs`,
+//! Builds step 8's controller under dhat (`steps/step-8/examples/heap_profile.rs`,
 //! feature `dhat-heap`: dhat as the global allocator, recording the call
 //! stack of every allocation; a release build with debug
 //! info, in `target/heap` so the benchmark's binary is untouched), runs it

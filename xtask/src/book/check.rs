@@ -305,7 +305,7 @@ fn check_step_chapters(src: &Path) -> Result<Vec<String>> {
 fn check_table_code(src: &Path) -> Result<Vec<String>> {
     let root = crate::repo_root();
     let mut words = std::collections::BTreeSet::new();
-    for dir in ["src", "steps", "step8", "examples"] {
+    for dir in ["src", "steps", "examples"] {
         let mut files = Vec::new();
         collect_files(&root.join(dir), &mut files)?;
         for file in files

@@ -680,7 +680,7 @@ Resident memory at the end of the runs at 500 Foos (medians), anonymous (heap, s
 
 Lines of code (non-blank, non-comment, without tests):
 - step 7: steps/step-7.rs, src/controller.rs: 722
-- step 8 without its production parts: step8/src/reconciler.rs: 561
+- step 8 without its production parts: steps/step-8/src/reconciler.rs: 561
 
 *API writes*: creates, updates (and so on).
 

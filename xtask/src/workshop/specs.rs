@@ -442,7 +442,7 @@ async fn record(recorder: &Recorder, foo: &Foo, result: &Result<(), Error>) {
     ],
 };
 
-/// Step 8's program is step8/src/reconciler.rs with production flags; its
+/// Step 8's program is steps/step-8/src/reconciler.rs with production flags; its
 /// starter copies the reference's `run` and `reconcile`, around the
 /// learner's `sync`.
 const STEP_8: Spec = Spec {
@@ -452,16 +452,16 @@ const STEP_8: Spec = Spec {
             `WRITE THIS` at the end: step 7's sync rewritten so that every write is a \
             server-side apply of only what this controller owns, and made only when it \
             changes something. kube's `Controller` (its watches, the Deployment \
-            predicate, per-key backoff, graceful shutdown: step8/src/reconciler.rs \
+            predicate, per-key backoff, graceful shutdown: steps/step-8/src/reconciler.rs \
             `run`, copied) and `reconcile` around your `sync` are done.",
     read: "The idioms, one by one",
-    answer: "step8/src/reconciler.rs (`sync`, `drifted`, `update_foo_status`), used by \
-             step8/step-8.rs",
+    answer: "steps/step-8/src/reconciler.rs (`sync`, `drifted`, `update_foo_status`), used by \
+             steps/step-8/main.rs",
     allow: "unused_variables, unused_imports, dead_code",
     solutions: &[
-        "step8/src/reconciler.rs:sync",
-        "step8/src/reconciler.rs:drifted",
-        "step8/src/reconciler.rs:update_foo_status",
+        "steps/step-8/src/reconciler.rs:sync",
+        "steps/step-8/src/reconciler.rs:drifted",
+        "steps/step-8/src/reconciler.rs:update_foo_status",
     ],
     pieces: &[
         Piece::Own(
@@ -504,7 +504,7 @@ struct Args {
     workers: u16,
 }
 
-/// Not the reference's `main` (step8/step-8.rs), which adds leader election,
+/// Not the reference's `main` (steps/step-8/main.rs), which adds leader election,
 /// probes, metrics and RBAC warnings: the same `run` (below, the
 /// reference's), whose `reconcile` calls your `sync`.
 #[tokio::main]
@@ -532,15 +532,15 @@ async fn main() -> Result<(), Fatal> {
 ",
         ),
         Piece::Item {
-            path: "step8/src/reconciler.rs",
+            path: "steps/step-8/src/reconciler.rs",
             name: "run",
         },
         Piece::Item {
-            path: "step8/src/reconciler.rs",
+            path: "steps/step-8/src/reconciler.rs",
             name: "reconcile",
         },
         Piece::Gap {
-            path: Some("step8/src/reconciler.rs"),
+            path: Some("steps/step-8/src/reconciler.rs"),
             name: "sync",
             doc: "Step 7's sync (Go's `syncHandler`), each write made only when
 it changes something. In order:
@@ -569,15 +569,15 @@ it changes something. In order:
             todo: "step 8: sync by server-side apply (book/src/step-8.md#server-side-apply-instead-of-update)",
         },
         Piece::Helper {
-            path: "step8/src/reconciler.rs",
+            path: "steps/step-8/src/reconciler.rs",
             name: "report_none_available",
         },
         Piece::Helper {
-            path: "step8/src/reconciler.rs",
+            path: "steps/step-8/src/reconciler.rs",
             name: "names_foo",
         },
         Piece::Gap {
-            path: Some("step8/src/reconciler.rs"),
+            path: Some("steps/step-8/src/reconciler.rs"),
             name: "drifted",
             doc: "Whether `current` differs from `desired` in a field this
 controller sets: the replicas (when the Foo sets them), the containers'
@@ -586,7 +586,7 @@ names and images, or a pod label of `desired` missing or different in
             todo: "step 8: drift (book/src/step-8.md#apply-only-what-drifted)",
         },
         Piece::Gap {
-            path: Some("step8/src/reconciler.rs"),
+            path: Some("steps/step-8/src/reconciler.rs"),
             name: "update_foo_status",
             doc: "Go: `updateFooStatus`. If the Foo's status differs from
 `FooStatus { available_replicas }` (the Deployment's, 0 if none), apply

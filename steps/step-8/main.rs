@@ -1,7 +1,7 @@
 //! Step 8 — the same controller, the kube-rs way, ready for a cluster.
 //!
 //! Step 7 is Go's program request for request. This is what a kube-rs
-//! developer would write for the same job (`step8/src/reconciler.rs`): kube's
+//! developer would write for the same job (`steps/step-8/src/reconciler.rs`): kube's
 //! `Controller` with `reconcile` / `error_policy`, server-side apply, no
 //! write that changes nothing, no resync, smaller caches. The book's step 8
 //! chapter measures what each of those buys.

@@ -1,6 +1,6 @@
 //! What a running controller reports about itself: whether it is ready, and
-//! its metrics. The HTTP server (`step8/src/server.rs`) serves them; the controller
-//! and leader election (`step8/src/leader.rs`) only update them.
+//! its metrics. The HTTP server (`steps/step-8/src/server.rs`) serves them; the controller
+//! and leader election (`steps/step-8/src/leader.rs`) only update them.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 

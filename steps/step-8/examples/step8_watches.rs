@@ -7,13 +7,13 @@
 //! Foo cache. This program is step 8's controller with `watches_stream` and
 //! step 3's `handle_object` as the mapper instead, so that a Deployment
 //! triggers exactly the Foo Go's handler would enqueue. The reconcile,
-//! `error_policy` and `Context` are step 8's (`step8/src/reconciler.rs`).
+//! `error_policy` and `Context` are step 8's (`steps/step-8/src/reconciler.rs`).
 //!
 //!     cargo run --example step8_watches -- --namespace default
 //!
 //! Left out, to keep the difference in view: step 8's predicate on Deployment
 //! changes, its holding back of a relist's triggers until the cache shows the
-//! relisted objects (`settled` in `step8/src/reconciler.rs`), dropping
+//! relisted objects (`settled` in `steps/step-8/src/reconciler.rs`), dropping
 //! managedFields, leader election and the HTTP endpoints.
 
 use std::sync::Arc;

@@ -49,7 +49,7 @@ pub struct Context {
     pub recorder: Recorder,
     /// Go's retry rate limiter: per-key backoff, reset by a success.
     pub backoff: RateLimiter<ObjectRef<Foo>>,
-    /// Readiness and metrics, served by `step8/src/server.rs`.
+    /// Readiness and metrics, served by `steps/step-8/src/server.rs`.
     pub probes: Arc<Probes>,
 }
 
