@@ -6,7 +6,7 @@
 //!   `src/steps.rs`: a step is known because its folder exists.
 
 use std::collections::BTreeMap;
-use std::path::{Component, Path, PathBuf};
+use std::path::Path;
 
 fn main() {
     versions();
@@ -80,8 +80,6 @@ struct StepToml {
     title: String,
     go: String,
     chapter: String,
-    package: String,
-    source: String,
     permissions: String,
     starter: bool,
     check: bool,
@@ -89,12 +87,33 @@ struct StepToml {
     flow: bool,
 }
 
-/// `steps/step-N/step.toml` for every N, as `STEPS` in `OUT_DIR/steps.rs`.
+/// A step folder's Cargo.toml: the package's name and its binaries.
+#[derive(serde::Deserialize)]
+struct Manifest {
+    package: PackageName,
+    #[serde(default)]
+    bin: Vec<Bin>,
+}
+
+#[derive(serde::Deserialize)]
+struct PackageName {
+    name: String,
+}
+
+#[derive(serde::Deserialize)]
+struct Bin {
+    name: String,
+    path: String,
+}
+
+/// `steps/step-N/step.toml` for every N, with the package and main file
+/// of `steps/step-N/Cargo.toml`, as `STEPS` in `OUT_DIR/steps.rs`.
 fn registry() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let steps = root.join("steps");
     println!("cargo::rerun-if-changed={}", steps.display());
-    let mut found: BTreeMap<u8, (String, StepToml)> = BTreeMap::new();
+    // Per number: the package, its main file, the step.toml.
+    let mut found: BTreeMap<u8, (String, String, StepToml)> = BTreeMap::new();
     let entries = std::fs::read_dir(&steps)
         .unwrap_or_else(|err| panic!("reading {}: {err}", steps.display()));
     for entry in entries {
@@ -120,19 +139,29 @@ fn registry() {
         });
         let step: StepToml =
             toml::from_str(&text).unwrap_or_else(|err| panic!("{}: {err}", path.display()));
-        let source = normalise(&Path::new("steps").join(&name).join(&step.source));
-        assert!(
-            root.join(&source).is_file(),
-            "{}: source = {:?} is no file",
-            path.display(),
-            step.source
-        );
-        found.insert(number, (source.display().to_string(), step));
+        let manifest_path = folder.join("Cargo.toml");
+        println!("cargo::rerun-if-changed={}", manifest_path.display());
+        let manifest: Manifest = std::fs::read_to_string(&manifest_path)
+            .map_err(|err| err.to_string())
+            .and_then(|text| toml::from_str(&text).map_err(|err| err.to_string()))
+            .unwrap_or_else(|err| {
+                panic!(
+                    "{}: a step folder is a package: {err}",
+                    manifest_path.display()
+                )
+            });
+        let bin = manifest
+            .bin
+            .iter()
+            .find(|bin| bin.name == name)
+            .unwrap_or_else(|| panic!("{}: no [[bin]] named {name}", manifest_path.display()));
+        let source = format!("steps/{name}/{}", bin.path);
+        found.insert(number, (manifest.package.name, source, step));
     }
     let mut out = String::from(
         "/// Every step, in order: one per `steps/step-N/step.toml`.\npub const STEPS: &[Step] = &[\n",
     );
-    for (number, (source, step)) in &found {
+    for (number, (package, source, step)) in &found {
         let starter = if step.starter {
             format!(
                 "Some(Starter {{ file: \"workshop/step-{number}.rs\", binary: \"workshop-step-{number}\" }})"
@@ -152,28 +181,13 @@ fn registry() {
         };
         out.push_str(&format!(
             "    Step {{\n        number: {number},\n        binary: \"step-{number}\",\n        \
-             title: {:?},\n        go: {:?},\n        package: {:?},\n        source: {source:?},\n        \
+             title: {:?},\n        go: {:?},\n        package: {package:?},\n        source: {source:?},\n        \
              chapter: {:?},\n        permissions: rbac::{},\n        starter: {starter},\n        \
              check: {check},\n        captures: &{:?},\n        flow: {flow},\n    }},\n",
-            step.title, step.go, step.package, step.chapter, step.permissions, step.captures,
+            step.title, step.go, step.chapter, step.permissions, step.captures,
         ));
     }
     out.push_str("];\n");
     let dest = Path::new(&std::env::var("OUT_DIR").expect("OUT_DIR")).join("steps.rs");
     std::fs::write(&dest, out).expect("writing steps.rs");
-}
-
-/// `steps/step-3/../step-3.rs` → `steps/step-3/main.rs`.
-fn normalise(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for part in path.components() {
-        match part {
-            Component::ParentDir => {
-                out.pop();
-            }
-            Component::CurDir => {}
-            other => out.push(other),
-        }
-    }
-    out
 }

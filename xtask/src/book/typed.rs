@@ -175,7 +175,10 @@ fn prose(page: &str) -> String {
             let after = &rest[at + open.len()..];
             let (close, replacement) = match open {
                 "`" => (after.find('`').map(|c| c + 1), " CODE "),
-                "{{#" => (directive_end(after), " FIGURE "),
+                "{{#" => (
+                    crate::gosource::directive_end(after).map(|at| at + 2),
+                    " FIGURE ",
+                ),
                 "](" => (after.find(')').map(|c| c + 1), "]"),
                 _ => {
                     comment = true;
@@ -189,21 +192,6 @@ fn prose(page: &str) -> String {
         out.push('\n');
     }
     out
-}
-
-/// Where a directive's text ends, after its `}}`: the first `}}` outside
-/// braces it opens itself (a figure's line pattern holds `{}`).
-fn directive_end(text: &str) -> Option<usize> {
-    let mut depth = 0usize;
-    for (at, c) in text.char_indices() {
-        match c {
-            '{' => depth += 1,
-            '}' if depth > 0 => depth -= 1,
-            '}' if text[at..].starts_with("}}") => return Some(at + 2),
-            _ => {}
-        }
-    }
-    None
 }
 
 /// Paragraphs and table rows (without a table's `|---|` line), with the

@@ -151,18 +151,20 @@ fn with_spread(cell: &str) -> (String, Option<(String, String)>) {
     (mid.trim().to_string(), spread)
 }
 
-/// Every figure of a capture, by key: what `cargo xtask first-build` or
-/// `cargo xtask heap-profile` wrote, told apart by their first line, or
-/// else what `cargo xtask bench` wrote.
-fn figures(text: &str) -> BTreeMap<String, String> {
+/// Every figure of a report, by key: a flow recording, or what `cargo
+/// xtask first-build`, `heap-profile` or `bench` wrote, told apart by their
+/// first line; `None` for any other capture.
+fn figures(text: &str) -> Option<BTreeMap<String, String>> {
     if text.starts_with('{') {
-        flow_figures(text)
+        Some(flow_figures(text))
     } else if text.starts_with("Cold `cargo build`") {
-        first_build_figures(text)
+        Some(first_build_figures(text))
     } else if text.starts_with("Step 8 under dhat") {
-        heap_figures(text)
+        Some(heap_figures(text))
+    } else if text.starts_with(BENCH_HEADER) {
+        Some(bench_figures(text))
     } else {
-        bench_figures(text)
+        None
     }
 }
 
@@ -180,14 +182,9 @@ enum Capture {
 
 impl Capture {
     fn read(text: String) -> Capture {
-        let report = text.starts_with('{')
-            || text.starts_with("Cold `cargo build`")
-            || text.starts_with("Step 8 under dhat")
-            || text.starts_with(BENCH_HEADER);
-        if report {
-            Capture::Table(figures(&text))
-        } else {
-            Capture::Lines(text)
+        match figures(&text) {
+            Some(figures) => Capture::Table(figures),
+            None => Capture::Lines(text),
         }
     }
 }
@@ -637,7 +634,7 @@ mod tests {
             r#"{"t":3.11,"lane":"worker","what":"end","key":"ns/a","worker":1,"outcome":"error","ms":1}"#,
         ]
         .join("\n");
-        let found = figures(&trace);
+        let found = figures(&trace).unwrap();
         let get = |key: &str| found.get(key).map(String::as_str);
         assert_eq!(get("syncs"), Some("2"));
         assert_eq!(get("quiet-syncs"), Some("1"), "the second sent nothing");
@@ -651,13 +648,18 @@ mod tests {
         let mut waits = trace.lines().take(3).collect::<Vec<_>>().join("\n");
         waits.push('\n');
         assert_eq!(
-            figures(&waits).get("wait median").map(String::as_str),
+            figures(&waits)
+                .unwrap()
+                .get("wait median")
+                .map(String::as_str),
             Some("4.0 ms")
         );
     }
 
     /// The shape `report` in `xtask/src/bench.rs` writes, cut down.
     const RUN: &str = "\
+<!-- Written by `cargo xtask bench`; do not edit. -->
+
 | Foos | Subject | Converged in | vs Go | vs floor | Peak RSS | API writes | Idle writes (300 s) |
 |---:|---|---:|---:|---:|---:|---:|---:|
 | 500 | Go sample-controller | 100.5 s (100.2–101.2) |  |  | 37.3 MiB (37.1–37.6) | 3230 (3224–3246) | - |
@@ -690,7 +692,7 @@ Lines of code (non-blank, non-comment, without tests):
 
     #[test]
     fn every_kind_of_figure_is_read_from_a_bench_capture() {
-        let f = figures(RUN);
+        let f = figures(RUN).unwrap();
         for (key, value) in [
             ("500 step8 converged", "5.3 s"),
             ("500 step8 fastest", "5.2 s"),
@@ -735,11 +737,7 @@ Lines of code (non-blank, non-comment, without tests):
     fn a_figure_is_written_in_and_an_unknown_one_fails_with_its_line() {
         let dir = std::env::temp_dir().join(format!("figures-{}", std::process::id()));
         std::fs::create_dir_all(dir.join("outputs")).unwrap();
-        std::fs::write(
-            dir.join("outputs/run.txt"),
-            format!("{BENCH_HEADER}; do not edit. -->\n{RUN}"),
-        )
-        .unwrap();
+        std::fs::write(dir.join("outputs/run.txt"), RUN).unwrap();
         let page =
             "Step 8 took {{#figure run 500 step8 converged}}, Go {{#figure run 500 go converged}}.";
         assert_eq!(
@@ -760,10 +758,11 @@ Lines of code (non-blank, non-comment, without tests):
 
     #[test]
     fn a_bench_capture_gives_the_time_per_extra_foo_between_two_sizes() {
-        let run = format!(
-            "{BENCH_HEADER} -->\n\
-             | 100 | Go sample-controller | 18.8 s (18.7–19.0) |  |  | 31.8 MiB | 648 | - |\n\
-             {RUN}"
+        let run = RUN.replacen(
+            "| 500 | Go",
+            "| 100 | Go sample-controller | 18.8 s (18.7–19.0) |  |  | 31.8 MiB | 648 | - |\n\
+             | 500 | Go",
+            1,
         );
         let Capture::Table(f) = Capture::read(run) else {
             panic!("a bench capture is read as a table");
@@ -883,7 +882,7 @@ Ten slowest crates, HEAD (c3092e1) --bins (median seconds, all of a crate's unit
 
     #[test]
     fn every_kind_of_figure_is_read_from_a_first_build_capture() {
-        let f = figures(FIRST_BUILD);
+        let f = figures(FIRST_BUILD).unwrap();
         for (key, value) in [
             ("step-1 3e62b6b wall", "130.4 s"),
             ("step-1 HEAD wall", "89.7 s"),
@@ -930,7 +929,7 @@ The ten largest allocation sites at that moment (their first three frames past t
 
     #[test]
     fn every_kind_of_figure_is_read_from_a_heap_profile() {
-        let f = figures(HEAP);
+        let f = figures(HEAP).unwrap();
         for (key, value) in [
             ("recorded", "51.3 s"),
             ("peak-at", "19.0 s"),

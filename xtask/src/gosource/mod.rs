@@ -177,25 +177,8 @@ fn replace_directives(
     while let Some(offset) = page[from..].find(open) {
         let start = from + offset;
         let line = page[..start].matches('\n').count() + 1;
-        // The first `}}` outside braces the directive opens itself (a
-        // figure's line pattern holds `{}`).
-        let mut depth = 0usize;
-        let close = page[start + open.len()..]
-            .char_indices()
-            .find_map(|(at, c)| match c {
-                '{' => {
-                    depth += 1;
-                    None
-                }
-                '}' if depth > 0 => {
-                    depth -= 1;
-                    None
-                }
-                '}' => Some(open.len() + at),
-                _ => None,
-            })
-            .filter(|&at| page[start + at..].starts_with("}}"));
-        let Some(close) = close else {
+        let Some(close) = directive_end(&page[start + open.len()..]).map(|at| open.len() + at)
+        else {
             anyhow::bail!("{page_name}:{line}: `{}` without `}}}}`", open.trim_end());
         };
         let inside = page[start + open.len()..start + close].trim();
@@ -205,6 +188,22 @@ fn replace_directives(
     }
     out.push_str(&page[from..]);
     Ok(out)
+}
+
+/// Where the `}}` that closes a directive is in `text` (what follows the
+/// directive's `{{#NAME `): the first `}` outside braces the directive opens
+/// itself (a figure's line pattern holds `{}`), if a second `}` follows it.
+pub(crate) fn directive_end(text: &str) -> Option<usize> {
+    let mut depth = 0usize;
+    for (at, c) in text.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' if depth > 0 => depth -= 1,
+            '}' => return text[at..].starts_with("}}").then_some(at),
+            _ => {}
+        }
+    }
+    None
 }
 
 /// `cargo xtask book go-link FILE NAME`: the pinned link of a declaration.
