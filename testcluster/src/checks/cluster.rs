@@ -3,6 +3,24 @@
 
 use super::*;
 
+/// A proxy in front of the API server that does what `rule` says with each
+/// request (see [`crate::proxy`]), and a target whose program goes through
+/// it. The proxy stops when dropped.
+pub(super) async fn behind_proxy(
+    target: &Target,
+    ns: &str,
+    rule: crate::proxy::Rule,
+) -> Checked<(crate::proxy::Proxy, Target)> {
+    let proxy = crate::proxy::start(target.client.clone(), &std::env::temp_dir(), ns, rule)
+        .await
+        .map_err(|e| failure("a proxy in front of the API server", format!("{e:#}")))?;
+    let behind = Target {
+        kubeconfig: proxy.kubeconfig.clone(),
+        ..target.clone()
+    };
+    Ok((proxy, behind))
+}
+
 pub(super) fn foos(client: &Client, ns: &str) -> Api<Foo> {
     Api::namespaced(client.clone(), ns)
 }

@@ -26,14 +26,18 @@ async fn step_2(mut s: Scenario<'_>) -> Vec<Line> {
     scenario!(s, {
         let client = s.client().clone();
         let target = s.target;
-        let (mut p, ns) = s
+        let (mut p, ns, _proxy) = s
             .check(STEP_2_SYNC, async {
                 let ns = namespace(&client, "step2").await?;
                 create_foo(&client, &ns, "cached-foo", "cached-foo", 1).await?;
-                let mut p = Program::start(target, &ns, &[])?;
+                // Every request for Foos answered SLOW_LIST late, so that a
+                // program reporting before its Foo cache has synced reports it
+                // empty however fast the API server and the machine are.
+                let (proxy, slow) = behind_proxy(target, &ns, slow_foos()).await?;
+                let mut p = Program::start(&slow, &ns, &[])?;
                 p.expect(&["Caches synced: 1 foos, 0 deployments"]).await?;
                 p.expect(&[&ns, "cached-foo"]).await?;
-                Ok((p, ns))
+                Ok((p, ns, proxy))
             })
             .await?;
         s.check(STEP_2_CURRENT, async {
@@ -47,5 +51,21 @@ async fn step_2(mut s: Scenario<'_>) -> Vec<Line> {
         s.check(STEP_2_STOP, p.stops_cleanly(Duration::from_secs(10)))
             .await?;
         Ok(())
+    })
+}
+
+/// How late the proxy in front of step 2 passes on each request for Foos.
+const SLOW_LIST: Duration = Duration::from_secs(2);
+
+/// The proxy's rule for step 2: every request for Foos, the first list
+/// included, waits [`SLOW_LIST`]; everything else goes straight through.
+fn slow_foos() -> crate::proxy::Rule {
+    std::sync::Arc::new(|_, path| {
+        let path = path.split('?').next().unwrap_or_default();
+        if path.ends_with("/foos") {
+            crate::proxy::Action::Delay(SLOW_LIST)
+        } else {
+            crate::proxy::Action::Forward
+        }
     })
 }

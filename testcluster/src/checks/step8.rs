@@ -304,14 +304,7 @@ async fn behind_a_lag(
             crate::proxy::Action::Forward
         }
     });
-    let dir = std::env::temp_dir();
-    let proxy = crate::proxy::start(target.client.clone(), &dir, ns, rule)
-        .await
-        .map_err(|e| failure("a proxy in front of the API server", format!("{e:#}")))?;
-    let behind = Target {
-        kubeconfig: proxy.kubeconfig.clone(),
-        ..target.clone()
-    };
+    let (proxy, behind) = behind_proxy(target, ns, rule).await?;
     let mut p = Program::start(&behind, ns, &[])?;
     p.expect(&["Starting", "workers"]).await?;
     Ok((proxy, p))
