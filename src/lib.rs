@@ -9,7 +9,6 @@ pub mod config;
 pub mod crd;
 pub mod deployment;
 pub mod diagnose;
-pub mod flow;
 pub mod telemetry;
 pub mod types;
 pub mod vocabulary;

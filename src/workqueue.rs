@@ -235,7 +235,7 @@ pub async fn run<K, E, Fut>(
                 gone.namespace = key.namespace;
                 limiter.forget(&gone); // Go returns nil here, so the key is forgotten
                 tracing::info!(
-                    objectRef = %key_string(&gone),
+                    objectReference = %key_string(&gone), // Go's name for it here
                     "Foo referenced by item in work queue no longer exists"
                 );
             }

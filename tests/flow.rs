@@ -1,5 +1,6 @@
-//! End-to-end: the flow a step writes with `SAMPLE_CONTROLLER_FLOW` set
-//! (`src/flow.rs`), read back from runs of step 7 and step 8 against a real
+//! End-to-end: the flow of the JSON log a step writes with
+//! `SAMPLE_CONTROLLER_LOG_JSON` set (`testcluster::flow`), read from runs
+//! of step 7 and step 8 against a real
 //! control plane: a Foo's way from its watch event to its Deployment, its
 //! status and its Event, and a foreign Deployment's refusal with a growing
 //! backoff; for step 8, kube's `Controller` in the same vocabulary, all
@@ -12,10 +13,14 @@ use std::path::Path;
 use serde_json::{Map, Value};
 use support::*;
 
-/// The lines of a flow file, as JSON objects.
+/// The flow of the JSON log at `path`, one JSON object per line.
+fn flow_of(path: &Path) -> String {
+    testcluster::flow::from_log(&std::fs::read_to_string(path).unwrap_or_default())
+}
+
+/// The lines of the flow of the JSON log at `path`, as JSON objects.
 fn lines(path: &Path) -> Vec<Map<String, Value>> {
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
+    flow_of(path)
         .lines()
         .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}")))
         .collect()
@@ -49,7 +54,7 @@ async fn flows(path: &Path, wanted: &[Value]) -> Vec<Map<String, Value>> {
             return found;
         }
         if started.elapsed() > WAIT {
-            let trace = std::fs::read_to_string(path).unwrap_or_default();
+            let trace = flow_of(path);
             panic!(
                 "the flow never showed {:#}\n(after {} of the {} lines wanted, in order)\nthe flow:\n{trace}",
                 wanted[found.len()],
@@ -66,9 +71,9 @@ async fn a_foo_flows_from_its_watch_event_through_the_queue_to_its_writes_and_ev
     let (cp, client) = cluster().await;
     let ns = namespace(&client, "flow").await;
     let dir = tempfile_dir("flow");
-    // Asking for the flow target on stderr too must not put it there.
-    let (mut step, trace) =
-        start_traced(cp, &ns, "step-7", &dir, &[("RUST_LOG", "info,flow=trace")]);
+    // The log on stderr at info level, without the debug events the flow
+    // reads, does not thin out the JSON log.
+    let (mut step, trace) = start_traced(cp, &ns, "step-7", &dir, &[("RUST_LOG", "info")]);
     step.expect(&["Starting workers"]).await;
 
     create_foo(&client, &ns, "traced", "traced-nginx", Some(1)).await;
@@ -212,7 +217,7 @@ async fn step_8_maps_kubes_controller_onto_the_same_lines_and_says_what_it_canno
     assert!(
         sent.is_empty(),
         "a reconcile with nothing to do sent {sent:?}\nthe flow:\n{}",
-        std::fs::read_to_string(&trace).unwrap_or_default()
+        flow_of(&trace)
     );
 
     // Someone else's Deployment of that name: refused, requeued by the error
@@ -270,8 +275,9 @@ async fn refused_with_backoff(
     found
 }
 
-/// Starts step `binary` on `ns` with its flow going to `dir/BINARY.jsonl`
-/// and the variables `env` besides; the step and the flow's path.
+/// Starts step `binary` on `ns` with its JSON log going to
+/// `dir/BINARY.log.jsonl` and the variables `env` besides; the step and the
+/// log's path.
 fn start_traced(
     cp: &testcluster::ControlPlane,
     ns: &str,
@@ -279,8 +285,8 @@ fn start_traced(
     dir: &Path,
     env: &[(&str, &str)],
 ) -> (Step, std::path::PathBuf) {
-    let trace = dir.join(format!("{binary}.jsonl"));
-    let mut vars = vec![("SAMPLE_CONTROLLER_FLOW", trace.to_str().unwrap())];
+    let trace = dir.join(format!("{binary}.log.jsonl"));
+    let mut vars = vec![("SAMPLE_CONTROLLER_LOG_JSON", trace.to_str().unwrap())];
     vars.extend_from_slice(env);
     let step = Step::start_program_with_env(
         binary,

@@ -1,5 +1,6 @@
-// The flow view: what a step does, drawn lane by lane from the JSON lines it
-// writes with SAMPLE_CONTROLLER_FLOW (src/flow.rs lists the lanes and fields).
+// The flow view: what a step does, drawn lane by lane from the flow of the
+// JSON log it writes with SAMPLE_CONTROLLER_LOG_JSON (testcluster/src/flow.rs
+// lists the lanes and fields).
 //
 // One script for both uses, no dependencies, no build step:
 // - live: `cargo xtask watch step-N` serves a page with

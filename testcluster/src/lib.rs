@@ -50,6 +50,7 @@ mod args;
 pub mod binaries;
 pub mod cargo;
 pub mod checks;
+pub mod flow;
 pub mod harness;
 mod pki;
 mod process;

@@ -62,7 +62,7 @@ pub struct BenchArgs {
     no_settle: bool,
     /// Which subjects to run (for trials; the published figures run the
     /// first four). `step7-flow` and `step8-flow` are those steps again with
-    /// the flow on (`SAMPLE_CONTROLLER_FLOW`, src/flow.rs), each run right
+    /// their JSON log on (`SAMPLE_CONTROLLER_LOG_JSON`), the flow's source, each run right
     /// after the same step's run with it off; the report compares the two.
     #[arg(long, value_delimiter = ',', default_value = "floor,go,step7,step8")]
     subjects: Vec<Subject>,
@@ -317,10 +317,10 @@ impl Run {
         };
         let trace = subject
             .flow_off()
-            .map(|_| cp.log_dir().join(format!("bench-{ns}.flow.jsonl")));
+            .map(|_| cp.log_dir().join(format!("bench-{ns}.log.jsonl")));
         let env: Vec<(&str, &Path)> = trace
             .iter()
-            .map(|path| (sample_controller::flow::ENV, path.as_path()))
+            .map(|path| (sample_controller::telemetry::JSON_LOG, path.as_path()))
             .collect();
         let mut controller = Some(start_in(exe, &args, &log, None, &env).await?);
 
@@ -380,13 +380,13 @@ impl Run {
         while namespaces.get_opt(&ns).await?.is_some() && Instant::now() < deadline {
             tokio::time::sleep(Duration::from_secs(1)).await;
         }
-        // The flow was written (the trace is not kept: it is large).
+        // The log was written and shows the flow (it is not kept: it is large).
         let flow_lines = match &trace {
             Some(path) => {
-                let text = std::fs::read_to_string(path)
-                    .with_context(|| format!("reading the flow {}", path.display()))?;
+                let log = std::fs::read_to_string(path)
+                    .with_context(|| format!("reading the JSON log {}", path.display()))?;
                 let _ = std::fs::remove_file(path);
-                let lines = text.lines().count();
+                let lines = testcluster::flow::from_log(&log).lines().count();
                 anyhow::ensure!(
                     lines > n,
                     "{}: {lines} flow lines for {n} Foos",
@@ -1022,8 +1022,8 @@ fn flow_report(out: &mut String, sizes: &[usize], results: &Results) {
     let _ = writeln!(
         out,
         "The flow off and on: each Rust step run again right after its run above, with \
-         SAMPLE_CONTROLLER_FLOW naming a file (src/flow.rs); medians, lowest and highest in \
-         brackets:\n"
+         SAMPLE_CONTROLLER_LOG_JSON naming a file (the flow's source, testcluster/src/flow.rs); \
+         medians, lowest and highest in brackets:\n"
     );
     let _ = writeln!(
         out,

@@ -2,11 +2,11 @@
 //!
 //! Uses the cluster in `KUBECONFIG` (or `~/.kube/config`) if one answers,
 //! otherwise starts the local control plane; installs the CRD; builds the
-//! step and runs it with `SAMPLE_CONTROLLER_FLOW` pointing at
-//! `target/flow/step-N.jsonl` (src/flow.rs); serves, on 127.0.0.1 only, a
-//! page that draws each line of that file as it is written
-//! (book/theme/flow.js and flow.css, the same view the book's replays use)
-//! over server-sent events. Whatever anyone does to the cluster from another
+//! step and runs it with `SAMPLE_CONTROLLER_LOG_JSON` pointing at
+//! `target/flow/step-N.log.jsonl`, its log as JSON; serves, on 127.0.0.1
+//! only, a page that draws the flow of that log (`testcluster::flow`) as it
+//! is written (book/theme/flow.js and flow.css, the same view the book's
+//! replays use) over server-sent events. Whatever anyone does to the cluster from another
 //! terminal (`kubectl apply`, `scale`, `delete`) flows through the step and
 //! onto the page. Ctrl-C stops the step (SIGTERM, by its PID), the server
 //! and the control plane if it started one.
@@ -27,6 +27,7 @@ use axum::response::{Html, IntoResponse};
 use axum::routing::get;
 use futures::{Stream, StreamExt, stream};
 use kube::Client;
+use serde_json::Value;
 use testcluster::{ControlPlane, Options};
 
 use crate::kubectl::Kubectl;
@@ -136,15 +137,15 @@ pub async fn watch(args: WatchArgs) -> Result<()> {
         bail!("{build} failed");
     }
 
-    let trace = root
+    let log = root
         .join("target/flow")
-        .join(format!("{}.jsonl", step.binary));
-    std::fs::create_dir_all(trace.parent().unwrap_or(&root))?;
-    std::fs::write(&trace, "").with_context(|| format!("emptying {}", trace.display()))?;
+        .join(format!("{}.log.jsonl", step.binary));
+    std::fs::create_dir_all(log.parent().unwrap_or(&root))?;
+    std::fs::write(&log, "").with_context(|| format!("emptying {}", log.display()))?;
 
     let mut command = tokio::process::Command::new(root.join("target/debug").join(step.binary));
     command
-        .env(sample_controller::flow::ENV, &trace)
+        .env(sample_controller::telemetry::JSON_LOG, &log)
         .stdin(Stdio::null())
         // Its own process group: Ctrl-C reaches this command only, which
         // then stops the step with SIGTERM and waits for it.
@@ -166,7 +167,7 @@ pub async fn watch(args: WatchArgs) -> Result<()> {
     );
     tell_how_to_act(kubeconfig.as_deref(), &args.namespace).await;
 
-    let app = router(trace.clone(), step.binary);
+    let app = router(log.clone(), step.binary);
     let server = axum::serve(listener, app).with_graceful_shutdown(async {
         let _ = tokio::signal::ctrl_c().await;
     });
@@ -190,7 +191,7 @@ pub async fn watch(args: WatchArgs) -> Result<()> {
             println!("    {} did not stop within 10 s: killed", step.binary);
         }
     }
-    println!("    the whole flow is in {}", trace.display());
+    println!("    its whole log, as JSON, is in {}", log.display());
     drop(own);
     Ok(())
 }
@@ -228,9 +229,9 @@ async fn existing_cluster() -> Option<Client> {
     }
 }
 
-/// The page, its script and style, and `/events`: every line of `trace`
-/// from its first, then each new one as it is written.
-pub fn router(trace: PathBuf, title: &str) -> Router {
+/// The page, its script and style, and `/events`: the flow of the JSON log
+/// at `log`, from its first line, then as each new one is written.
+pub fn router(log: PathBuf, title: &str) -> Router {
     let html = page(title);
     Router::new()
         .route("/", get(move || async move { Html(html) }))
@@ -243,13 +244,16 @@ pub fn router(trace: PathBuf, title: &str) -> Router {
             get(|| async { ([(header::CONTENT_TYPE, "text/css")], FLOW_CSS) }),
         )
         .route("/events", get(events))
-        .with_state(Arc::new(trace))
+        .with_state(Arc::new(log))
 }
 
-/// Server-sent events: one per line of the trace.
-async fn events(State(trace): State<Arc<PathBuf>>) -> impl IntoResponse {
-    let lines =
-        follow(trace.as_ref().clone()).map(|line| Ok::<_, Infallible>(Event::default().data(line)));
+/// Server-sent events: one per line of the flow, read from the log as it
+/// grows (each client reads it from the start, with a flow of its own).
+async fn events(State(log): State<Arc<PathBuf>>) -> impl IntoResponse {
+    let mut flow = testcluster::flow::Flow::default();
+    let lines = follow(log.as_ref().clone())
+        .flat_map(move |record| stream::iter(flow.read(&record)))
+        .map(|line| Ok::<_, Infallible>(Event::default().data(Value::Object(line).to_string())));
     Sse::new(lines).keep_alive(KeepAlive::default())
 }
 
@@ -336,11 +340,12 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
-    /// Waits until the trace at `path` has a line with each `needle`.
+    /// Waits until the flow of the JSON log at `path` has a line with each `needle`.
     async fn traced(path: &Path, needles: &[&str]) {
         let started = std::time::Instant::now();
         loop {
-            let trace = std::fs::read_to_string(path).unwrap_or_default();
+            let log = std::fs::read_to_string(path).unwrap_or_default();
+            let trace = testcluster::flow::from_log(&log);
             if trace
                 .lines()
                 .any(|line| needles.iter().all(|n| line.contains(n)))
@@ -417,13 +422,13 @@ mod tests {
 
         let dir = root.join("target/watch-test");
         std::fs::create_dir_all(&dir).unwrap();
-        let trace = dir.join(format!("step-7-{}.jsonl", std::process::id()));
-        std::fs::write(&trace, "").unwrap();
+        let log = dir.join(format!("step-7-{}.log.jsonl", std::process::id()));
+        std::fs::write(&log, "").unwrap();
         let mut step = tokio::process::Command::new(root.join("target/debug/step-7"))
             .arg("--kubeconfig")
             .arg(cp.kubeconfig_path())
             .args(["--namespace", &ns])
-            .env(sample_controller::flow::ENV, &trace)
+            .env(sample_controller::telemetry::JSON_LOG, &log)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -434,7 +439,7 @@ mod tests {
             .await
             .unwrap();
         let url = format!("http://{}/", listener.local_addr().unwrap());
-        let app = router(trace.clone(), "step-7");
+        let app = router(log.clone(), "step-7");
         let server = tokio::spawn(async move { axum::serve(listener, app).await });
 
         // The page is open before anything happens: what it shows arrives live.
@@ -537,7 +542,7 @@ mod tests {
                 &format!("requeue {refused} in 20 ms (failure 3)"),
             ],
         );
-        traced(&trace, &[&refused, "\"requeues\":3"]).await;
+        traced(&log, &[&refused, "\"requeues\":3"]).await;
         assert!(
             browser.console.is_empty(),
             "the page's console: {:?}",
@@ -553,6 +558,6 @@ mod tests {
         server.abort();
         let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client);
         let _ = namespaces.delete(&ns, &Default::default()).await;
-        let _ = std::fs::remove_file(&trace);
+        let _ = std::fs::remove_file(&log);
     }
 }

@@ -443,7 +443,7 @@ pub fn log_result(
         Err(controller::Error::ReconcilerFailed(..)) => {}
         // A Deployment changed whose Foo is gone: nothing to do.
         Err(controller::Error::ObjectNotFound(key)) => {
-            tracing::debug!(objectRef = %key, "Foo no longer exists")
+            tracing::debug!(objectReference = %key, "Foo no longer exists")
         }
         // Watch errors are logged, with their resource, by `settled`.
         Err(other) => tracing::warn!(error = %other, "controller error"),

@@ -480,11 +480,11 @@ impl Run {
             .env_remove("RUST_BACKTRACE")
             .env_remove("RUST_LIB_BACKTRACE");
         if testcluster::steps::parse(bin).is_some_and(|step| step.flow.is_some()) {
-            // The flow of the run, for the chapter's replay (recordings.rs).
-            let trace = recordings::trace_path(namespace);
-            std::fs::create_dir_all(trace.parent().unwrap_or(Path::new(".")))?;
-            std::fs::write(&trace, "").with_context(|| format!("emptying {}", trace.display()))?;
-            command.env(sample_controller::flow::ENV, trace);
+            // The JSON log of the run, whose flow the chapter replays (recordings.rs).
+            let log = recordings::log_path(namespace);
+            std::fs::create_dir_all(log.parent().unwrap_or(Path::new(".")))?;
+            std::fs::write(&log, "").with_context(|| format!("emptying {}", log.display()))?;
+            command.env(sample_controller::telemetry::JSON_LOG, log);
         }
         let process = harness::Process::spawn(bin, command)
             .with_context(|| format!("starting {bin} (run `cargo build --bins`)"))?
@@ -640,7 +640,7 @@ pub(super) async fn no_rbac_setup(env: &Env, ns: &str) -> Result<(PathBuf, Vec<S
 }
 
 /// The namespace of step `binary`'s scenario (`book-step5`); the flow of its
-/// run is recorded under that name ([`recordings::trace_path`]).
+/// run is recorded under that name ([`recordings::log_path`]).
 pub(super) fn step_namespace(binary: &str) -> String {
     format!("book-{}", binary.replace('-', ""))
 }

@@ -173,10 +173,10 @@ fn check_includes(pages: &BTreeMap<PathBuf, String>) -> Result<Vec<String>> {
 /// workshop only through `tracing` and from outside, so none of these may
 /// appear in code the book prints.
 const TOOLING_MARKERS: &[(&str, &str)] = &[
-    ("flow::", "the live view (src/flow.rs)"),
-    ("Flow::", "the live view (src/flow.rs)"),
-    ("flow.", "the live view (src/flow.rs)"),
-    ("_flow", "the live view (src/flow.rs)"),
+    ("flow::", "the live view (testcluster/src/flow.rs)"),
+    ("Flow::", "the live view (testcluster/src/flow.rs)"),
+    ("flow.", "the live view (testcluster/src/flow.rs)"),
+    ("_flow", "the live view (testcluster/src/flow.rs)"),
     ("QueueFlow", "the live view"),
     ("ControllerFlow", "the live view"),
     ("SAMPLE_CONTROLLER_FLOW", "the live view"),
@@ -560,7 +560,7 @@ mod tests {
             [(
                 5,
                 "flow::forget(&key); // for the live view",
-                "the live view (src/flow.rs)"
+                "the live view (testcluster/src/flow.rs)"
             )]
         );
         // The whole file: the profiler's line too, and no ANCHOR lines.

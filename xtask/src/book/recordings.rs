@@ -1,11 +1,11 @@
 //! The flow recordings the step chapters replay (`{{#flow NAME}}`): the
-//! lines a step writes with `SAMPLE_CONTROLLER_FLOW` set (src/flow.rs),
-//! during the very run whose transcript is its chapter's capture, so the
-//! replay and the text show the same run.
+//! flow of the JSON log a step writes with `SAMPLE_CONTROLLER_LOG_JSON` set
+//! (`testcluster::flow`), during the very run whose transcript is its
+//! chapter's capture, so the replay and the text show the same run.
 //!
 //! `cargo xtask book outputs` runs each step with the variable pointing at
-//! `target/flow-captures/NAMESPACE.jsonl` ([`trace_path`]) and copies the
-//! trace to `book/src/outputs/flow/NAME.jsonl` ([`record`]) once it shows
+//! `target/flow-captures/NAMESPACE.log.jsonl` ([`log_path`]) and writes the
+//! flow of that log to `book/src/outputs/flow/NAME.jsonl` ([`record`]) once it shows
 //! what the chapter says it shows ([`SHOWS`]). With `--check`, a new
 //! recording is compared with the committed one by shape ([`differences`]),
 //! as the captures are (fresh.rs).
@@ -23,12 +23,12 @@ use super::rel;
 /// The recordings' directory, under `book/src/outputs`.
 pub(super) const DIR: &str = "flow";
 
-/// Where a step run in namespace `ns` writes its flow during `outputs` (a
-/// step's scenario runs in `capture::step_namespace`).
-pub(super) fn trace_path(ns: &str) -> PathBuf {
+/// Where a step run in namespace `ns` writes its JSON log during `outputs`
+/// (a step's scenario runs in `capture::step_namespace`).
+pub(super) fn log_path(ns: &str) -> PathBuf {
     crate::repo_root()
         .join("target/flow-captures")
-        .join(format!("{ns}.jsonl"))
+        .join(format!("{ns}.log.jsonl"))
 }
 
 /// What each recording must show, as (shape, what its chapter says it
@@ -212,12 +212,13 @@ fn may_appear(name: &str, shape: &str) -> bool {
     })
 }
 
-/// Copies the trace of the run in namespace `ns` to `out/flow/NAME.jsonl`,
+/// Writes the flow of the run in namespace `ns` to `out/flow/NAME.jsonl`,
 /// after checking that it shows what [`SHOWS`] lists for `name`.
 pub(super) fn record(out: &Path, name: &str, ns: &str) -> Result<()> {
-    let from = trace_path(ns);
-    let trace = std::fs::read_to_string(&from)
-        .with_context(|| format!("reading the flow of {name}'s run, {}", rel(&from)))?;
+    let from = log_path(ns);
+    let log = std::fs::read_to_string(&from)
+        .with_context(|| format!("reading the JSON log of {name}'s run, {}", rel(&from)))?;
+    let trace = testcluster::flow::from_log(&log);
     let lines = parse(name, &trace)?;
     let all: BTreeSet<String> = lines.iter().map(shape).collect();
     let missing: Vec<String> = SHOWS
@@ -227,7 +228,7 @@ pub(super) fn record(out: &Path, name: &str, ns: &str) -> Result<()> {
         .collect();
     ensure!(
         missing.is_empty(),
-        "the flow of {name}'s run does not show {}; it is in {}",
+        "the flow of {name}'s run does not show {}; its log is in {}",
         missing.join(", "),
         rel(&from)
     );
@@ -437,33 +438,29 @@ mod tests {
     fn a_recording_must_show_what_its_chapter_says() {
         let dir = std::env::temp_dir().join(format!("recordings-{}", std::process::id()));
         let ns = format!("recording-test-{}", std::process::id());
-        let trace = trace_path(&ns);
-        std::fs::create_dir_all(trace.parent().unwrap()).unwrap();
-        // step 4's run without its requeue.
-        std::fs::write(
-            &trace,
-            concat!(
-                r#"{"t":0.1,"lane":"worker","what":"end","key":"book-step4/flaky","worker":0,"outcome":"error","error":"x","ms":1}"#,
-                "\n"
-            ),
-        )
-        .unwrap();
+        let log = log_path(&ns);
+        std::fs::create_dir_all(log.parent().unwrap()).unwrap();
+        // A sync of step 4's flaky Foo, as the JSON log has it.
+        let sync = |message: &str| {
+            format!(
+                r#"{{"timestamp":"   0.1s","level":"INFO","message":"{message}","target":"kube_runtime::controller","span":{{"object.ref":"Foo.v1alpha1.samplecontroller.k8s.io/flaky.book-step4","name":"reconciling object"}},"spans":[]}}"#
+            )
+        };
+        let failed = r#"{"timestamp":"   0.1s","level":"ERROR","message":"m","objectRef":"book-step4/flaky","error":"x","retry_in":"5ms","target":"sample_controller::workqueue","span":{"object.ref":"Foo.v1alpha1.samplecontroller.k8s.io/flaky.book-step4","name":"reconciling object"},"spans":[{"object.ref":"Foo.v1alpha1.samplecontroller.k8s.io/flaky.book-step4","name":"reconciling object"}]}"#;
+        // step 4's run without its failure.
+        std::fs::write(&log, [sync("new"), sync("close")].join("\n")).unwrap();
         let err = record(&dir, "step-4", &ns).unwrap_err().to_string();
         assert!(err.contains("the failed sync requeued"), "{err}");
         assert!(!dir.join("flow/step-4.jsonl").exists());
         std::fs::write(
-            &trace,
-            concat!(
-                r#"{"t":0.1,"lane":"worker","what":"end","key":"book-step4/flaky","worker":0,"outcome":"error","error":"x","ms":1}"#,
-                "\n",
-                r#"{"t":0.2,"lane":"queue","what":"requeue","key":"book-step4/flaky","delay_ms":5,"requeues":1}"#,
-                "\n"
-            ),
+            &log,
+            [sync("new"), failed.to_string(), sync("close")].join("\n"),
         )
         .unwrap();
         record(&dir, "step-4", &ns).unwrap();
-        assert!(dir.join("flow/step-4.jsonl").is_file());
+        let recorded = std::fs::read_to_string(dir.join("flow/step-4.jsonl")).unwrap();
+        assert!(recorded.contains(r#""what":"requeue""#), "{recorded}");
         std::fs::remove_dir_all(&dir).unwrap();
-        std::fs::remove_file(&trace).unwrap();
+        std::fs::remove_file(&log).unwrap();
     }
 }

@@ -1,8 +1,8 @@
 //! `{{#flow NAME}}`: a recorded run of a step, played back in the page by
 //! the flow view (book/theme/flow.js, the view `cargo xtask watch` serves
-//! live). The recording is `book/src/outputs/flow/NAME.jsonl`, the lines the
-//! step wrote with `SAMPLE_CONTROLLER_FLOW` set (src/flow.rs); it is written
-//! into the page, so the book plays it from a file:// URL too, without a
+//! live). The recording is `book/src/outputs/flow/NAME.jsonl`, the flow of
+//! the JSON log the step wrote with `SAMPLE_CONTROLLER_LOG_JSON` set
+//! (testcluster/src/flow.rs); it is written into the page, so the book plays it from a file:// URL too, without a
 //! request.
 //!
 //! A missing recording or a line that is not a JSON object fails the build
