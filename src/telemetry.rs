@@ -26,8 +26,8 @@ pub const JSON_FILTER: &str = "debug,hyper=info,hyper_util=info,h2=info,rustls=i
 ///
 /// Steps print what a learner should read to stdout; logs go to stderr so the
 /// two never interleave mid-line. With `SAMPLE_CONTROLLER_LOG_JSON=PATH`, the
-/// same events also go to PATH as JSON, one object per line, for tools to
-/// read (`cargo xtask watch` draws a step's flow from it): see [`json_layer`].
+/// same events also go to PATH as JSON, one object per line, for programs
+/// to read: see [`json_layer`].
 pub fn init() {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
     let text = tracing_subscriber::fmt::layer()
