@@ -73,7 +73,7 @@ async fn a_foo_flows_from_its_watch_event_through_the_queue_to_its_writes_and_ev
     let dir = tempfile_dir("flow");
     // The log on stderr at info level, without the debug events the flow
     // reads, does not thin out the JSON log.
-    let (mut step, trace) = start_traced(cp, &ns, "step-7", &dir, &[("RUST_LOG", "info")]);
+    let (mut step, trace) = start_traced(cp, &ns, "step-7", dir.path(), &[("RUST_LOG", "info")]);
     step.expect(&["Starting workers"]).await;
 
     create_foo(&client, &ns, "traced", "traced-nginx", Some(1)).await;
@@ -136,7 +136,7 @@ async fn a_foo_flows_from_its_watch_event_through_the_queue_to_its_writes_and_ev
         !output.contains("lane"),
         "the flow is in the log too:\n{output}"
     );
-    std::fs::remove_dir_all(&dir).unwrap();
+    drop(dir);
 }
 
 #[tokio::test]
@@ -144,7 +144,7 @@ async fn step_8_maps_kubes_controller_onto_the_same_lines_and_says_what_it_canno
     let (cp, client) = cluster().await;
     let ns = namespace(&client, "flow8").await;
     let dir = tempfile_dir("flow8");
-    let (mut step, trace) = start_traced(cp, &ns, "step-8", &dir, &[]);
+    let (mut step, trace) = start_traced(cp, &ns, "step-8", dir.path(), &[]);
     step.expect(&["Starting workers"]).await;
     create_foo(&client, &ns, "traced", "traced-nginx", Some(1)).await;
     // Before its first queue or worker line, the flow says that kube's
@@ -239,7 +239,7 @@ async fn step_8_maps_kubes_controller_onto_the_same_lines_and_says_what_it_canno
 
     let (status, output) = step.terminate().await;
     assert!(status.success(), "{output}");
-    std::fs::remove_dir_all(&dir).unwrap();
+    drop(dir);
 }
 
 /// Creates a Deployment `taken-name` nobody owns and a Foo `refused` that
@@ -302,16 +302,10 @@ fn start_traced(
     (step, trace)
 }
 
-/// A fresh directory under the target directory's tmp.
-fn tempfile_dir(prefix: &str) -> std::path::PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
-        "{prefix}-{}-{}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos()
-    ));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+/// A fresh directory under the target directory's tmp, removed when dropped.
+fn tempfile_dir(prefix: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("{prefix}-"))
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .unwrap()
 }

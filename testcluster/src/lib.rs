@@ -852,30 +852,25 @@ pub async fn apply_object(
 /// `GET http://127.0.0.1:{port}{path}` (HTTP/1.1, no TLS): the status code
 /// and the body. For the endpoints a step serves with `--http-address`.
 pub async fn http_get(port: u16, path: &str) -> Result<(u16, String)> {
-    let path = path.to_string();
-    tokio::task::spawn_blocking(move || -> Result<(u16, String)> {
-        use std::io::{Read, Write};
-        let mut stream = std::net::TcpStream::connect(("127.0.0.1", port))
+    use http_body_util::BodyExt;
+    let exchange = async {
+        let stream = tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
             .with_context(|| format!("connecting to 127.0.0.1:{port}"))?;
-        stream.set_read_timeout(Some(Duration::from_secs(10)))?;
-        write!(
-            stream,
-            "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
-        )?;
-        let mut response = String::new();
-        stream.read_to_string(&mut response)?;
-        let code = response
-            .split(' ')
-            .nth(1)
-            .context("no HTTP status line")?
-            .parse()?;
-        let body = response
-            .split_once("\r\n\r\n")
-            .map(|(_, body)| body.to_string())
-            .unwrap_or_default();
-        Ok((code, body))
-    })
-    .await?
+        let (mut sender, connection) =
+            hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream)).await?;
+        tokio::spawn(connection);
+        let request = http::Request::get(path)
+            .header(http::header::HOST, "127.0.0.1")
+            .body(http_body_util::Empty::<hyper::body::Bytes>::new())?;
+        let response = sender.send_request(request).await?;
+        let code = response.status().as_u16();
+        let body = response.into_body().collect().await?.to_bytes();
+        anyhow::Ok((code, String::from_utf8_lossy(&body).into_owned()))
+    };
+    tokio::time::timeout(Duration::from_secs(10), exchange)
+        .await
+        .with_context(|| format!("GET 127.0.0.1:{port}{path}: no answer within 10 s"))?
 }
 
 /// `${XDG_CACHE_HOME:-$HOME/.cache}/sample-controller-rs/cluster`: data directory of the
@@ -977,25 +972,15 @@ fn free_ports<const N: usize>() -> Result<[u16; N]> {
 /// Prefix of temporary data directories.
 const TEMP_PREFIX: &str = "sample-controller-rs-";
 
+/// A new data directory, `TEMP_PREFIX{pid}-{random}` in the system's
+/// temporary directory, readable by its owner only (tempfile's default); the
+/// pid in its name lets a later run sweep it once this process is gone.
 fn create_temp_dir() -> Result<PathBuf> {
-    use std::os::unix::fs::DirBuilderExt;
-    let base = std::env::temp_dir();
-    for _ in 0..10 {
-        let dir = base.join(format!(
-            "{TEMP_PREFIX}{}-{}",
-            std::process::id(),
-            pki::random_hex(4)?
-        ));
-        match fs::DirBuilder::new().mode(0o700).create(&dir) {
-            Ok(()) => return Ok(dir),
-            Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(err) => return Err(err).with_context(|| format!("creating {}", dir.display())),
-        }
-    }
-    bail!(
-        "could not create a temporary directory in {}",
-        base.display()
-    )
+    let dir = tempfile::Builder::new()
+        .prefix(&format!("{TEMP_PREFIX}{}-", std::process::id()))
+        .tempdir()
+        .context("creating a temporary directory")?;
+    Ok(dir.keep())
 }
 
 /// Whether `TESTCLUSTER_KEEP` asks to keep every data directory.

@@ -2,7 +2,7 @@
 //! the service-account signing key, an admin token and the admin kubeconfig.
 
 use std::fs;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
@@ -160,8 +160,6 @@ fn write(path: &Path, contents: &str) -> Result<()> {
 /// `len` random bytes from the kernel, hex-encoded.
 pub(crate) fn random_hex(len: usize) -> Result<String> {
     let mut bytes = vec![0u8; len];
-    fs::File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(&mut bytes))
-        .context("reading /dev/urandom")?;
+    getrandom::fill(&mut bytes).map_err(|e| anyhow::anyhow!("no random bytes from the OS: {e}"))?;
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }

@@ -58,13 +58,14 @@ fn data_dirs(base: &Path) -> Vec<PathBuf> {
 
 /// A fresh, empty `TMPDIR` for one case, removed with everything in it
 /// when the case ends, passed or failed.
-struct CaseDir(PathBuf);
+struct CaseDir(tempfile::TempDir);
 
 impl CaseDir {
     fn new(case: &str) -> CaseDir {
-        let dir = std::env::temp_dir().join(format!("leftovers-{}-{case}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("create the case's TMPDIR");
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("leftovers-{case}-"))
+            .tempdir()
+            .expect("create the case's TMPDIR");
         CaseDir(dir)
     }
 }
@@ -72,13 +73,7 @@ impl CaseDir {
 impl std::ops::Deref for CaseDir {
     type Target = Path;
     fn deref(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for CaseDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
+        self.0.path()
     }
 }
 

@@ -717,10 +717,11 @@ pub(crate) fn status_kib(pid: u32, field: &str) -> Option<u64> {
 /// Times a cold `cargo build --bins` in a fresh target directory, then the
 /// rebuild after touching one step file.
 fn learner_build(root: &Path) -> Result<(Duration, Duration)> {
-    let target = std::env::temp_dir().join(format!(
-        "sample-controller-rs-bench-target-{}",
-        std::process::id()
-    ));
+    let scratch = tempfile::Builder::new()
+        .prefix("sample-controller-rs-bench-target-")
+        .tempdir()
+        .context("creating a target directory")?;
+    let target = scratch.path().to_path_buf();
     println!(
         "==> Cold cargo build --bins in {} (several minutes on 2 cores)",
         target.display()
@@ -732,7 +733,7 @@ fn learner_build(root: &Path) -> Result<(Duration, Duration)> {
     let rebuilt = cargo(root, &["build", "--quiet", "--bins"], Some(&target));
     std::fs::write(&step, text)?;
     let rebuild = rebuilt?;
-    let _ = std::fs::remove_dir_all(&target);
+    drop(scratch);
     Ok((cold, rebuild))
 }
 

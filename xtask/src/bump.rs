@@ -100,21 +100,16 @@ pub fn bump(args: BumpArgs) -> Result<()> {
     let (old_feature, new_feature) = (feature(&from), feature(&to));
     if old_feature != new_feature {
         println!("==> k8s-openapi feature {old_feature} -> {new_feature}");
-        for manifest in [
-            "Cargo.toml",
-            "steps/step-8/Cargo.toml",
-            "testcluster/Cargo.toml",
-            "xtask/Cargo.toml",
-            "workshop/Cargo.toml",
-        ] {
-            let path = root.join(manifest);
+        for manifest in pinned_files(&root)?
+            .into_iter()
+            .filter(|f| f.ends_with("Cargo.toml"))
+        {
+            let path = root.join(&manifest);
             let text = std::fs::read_to_string(&path)?;
-            let old = format!("features = [\"{old_feature}\"]");
-            if text.contains(&old) {
-                std::fs::write(
-                    &path,
-                    text.replace(&old, &format!("features = [\"{new_feature}\"]")),
-                )?;
+            let moved = move_openapi_feature(&text, &old_feature, &new_feature)
+                .with_context(|| format!("reading {manifest}"))?;
+            if moved != text {
+                std::fs::write(&path, moved)?;
                 println!("    {manifest}");
             }
         }
@@ -209,25 +204,60 @@ fn move_version(text: &str, old: &str, new: &str) -> String {
     out
 }
 
-/// `key = "value"` in versions.toml set to `version` (without its `v`).
+/// `key = "value"` in versions.toml set to `version` (without its `v`),
+/// its comments and layout kept.
 fn set_version(path: &Path, key: &str, version: &str) -> Result<()> {
     let text = std::fs::read_to_string(path)?;
-    let mut found = false;
-    let out: Vec<String> = text
-        .lines()
-        .map(|line| {
-            if line.split('=').next().map(str::trim) == Some(key) {
-                found = true;
-                format!("{key} = \"{}\"", version.trim_start_matches('v'))
-            } else {
-                line.to_string()
-            }
-        })
-        .collect();
-    ensure!(found, "{} has no `{key} = …`", path.display());
-    std::fs::write(path, out.join("\n") + "\n")?;
-    println!("    {key} = \"{}\"", version.trim_start_matches('v'));
+    let mut doc: toml_edit::DocumentMut = text
+        .parse()
+        .with_context(|| format!("reading {}", path.display()))?;
+    ensure!(
+        doc.contains_key(key),
+        "{} has no `{key} = …`",
+        path.display()
+    );
+    let version = version.trim_start_matches('v');
+    doc[key] = toml_edit::value(version);
+    std::fs::write(path, doc.to_string())?;
+    println!("    {key} = \"{version}\"");
     Ok(())
+}
+
+/// A Cargo manifest with the feature `old` of every k8s-openapi dependency
+/// (in any dependency table, the workspace's included) replaced by `new`,
+/// everything else as it was.
+fn move_openapi_feature(manifest: &str, old: &str, new: &str) -> Result<String> {
+    let mut doc: toml_edit::DocumentMut = manifest.parse()?;
+    let tables = ["dependencies", "dev-dependencies", "build-dependencies"];
+    let mut dependencies: Vec<&mut toml_edit::Item> = Vec::new();
+    for (name, item) in doc.iter_mut() {
+        match name.get() {
+            "workspace" => dependencies.extend(
+                item.as_table_like_mut()
+                    .and_then(|workspace| workspace.get_mut("dependencies")),
+            ),
+            name if tables.contains(&name) => dependencies.push(item),
+            _ => {}
+        }
+    }
+    // `as_table_like_mut` and its `get_mut` only read: indexing an `Item`
+    // would add the keys it looks for.
+    for table in dependencies {
+        let features = table
+            .as_table_like_mut()
+            .and_then(|table| table.get_mut("k8s-openapi"))
+            .and_then(toml_edit::Item::as_table_like_mut)
+            .and_then(|dependency| dependency.get_mut("features"))
+            .and_then(toml_edit::Item::as_array_mut);
+        for feature in features.into_iter().flat_map(toml_edit::Array::iter_mut) {
+            if feature.as_str() == Some(old) {
+                let decor = feature.decor().clone();
+                *feature = new.into();
+                *feature.decor_mut() = decor;
+            }
+        }
+    }
+    Ok(doc.to_string())
 }
 
 /// The Kubernetes wrapper module at `release`: every staging module the new
@@ -378,9 +408,28 @@ mod tests {
     }
 
     #[test]
+    fn the_openapi_feature_moves_in_every_dependency_table_and_nothing_else_does() {
+        let manifest = "[workspace.dependencies]\n\
+            k8s-openapi = { version = \"0.29.0\", features = [\"v1_80\"] } # pinned\n\n\
+            [dependencies]\n\
+            other = { version = \"1\", features = [\"v1_80\"] }\n\n\
+            [dev-dependencies.k8s-openapi]\n\
+            version = \"0.29.0\"\n\
+            features = [\"schemars\", \"v1_80\"]\n";
+        let moved = move_openapi_feature(manifest, "v1_80", "v1_81").unwrap();
+        assert_eq!(
+            moved,
+            manifest
+                .replacen("[\"v1_80\"] } # pinned", "[\"v1_81\"] } # pinned", 1)
+                .replace("\"schemars\", \"v1_80\"", "\"schemars\", \"v1_81\"")
+        );
+        assert!(move_openapi_feature("not = [toml", "a", "b").is_err());
+    }
+
+    #[test]
     fn a_version_is_set_in_versions_toml_and_a_missing_key_is_an_error() {
-        let dir = std::env::temp_dir().join(format!("bump-test-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().to_path_buf();
         let path = dir.join("versions.toml");
         // Releases far from any real one (the versions test reads this file).
         std::fs::write(&path, "# c\nkubernetes = \"1.80.0\"\netcd = \"9.9.9\"\n").unwrap();
@@ -388,6 +437,5 @@ mod tests {
         let text = std::fs::read_to_string(&path).unwrap();
         assert_eq!(text, "# c\nkubernetes = \"1.90.2\"\netcd = \"9.9.9\"\n");
         assert!(set_version(&path, "kwok", "0.9.0").is_err());
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -183,12 +183,10 @@ fn first_go_pane(html: &str) -> Option<String> {
 
 /// Opens `page` in headless Chromium; its DOM afterwards and its console.
 fn render(job: &Job, worker: usize) -> Result<Rendered> {
-    let profile = std::env::temp_dir().join(format!(
-        "book-check-chromium-{}-{worker}",
-        std::process::id()
-    ));
-    let _ = std::fs::remove_dir_all(&profile);
-    std::fs::create_dir_all(&profile)?;
+    let profile = tempfile::Builder::new()
+        .prefix(&format!("book-check-chromium-{worker}-"))
+        .tempdir()
+        .context("creating Chromium's profile directory")?;
     let screenshot = &job.screenshot;
     let url = job.url()?;
     let chromium = crate::setup::chromium().context("chromium is not installed")?;
@@ -210,12 +208,12 @@ fn render(job: &Job, worker: usize) -> Result<Rendered> {
             "--dump-dom",
         ])
         .arg(format!("--screenshot={}", screenshot.display()))
-        .arg(format!("--user-data-dir={}", profile.display()))
+        .arg(format!("--user-data-dir={}", profile.path().display()))
         .arg(&url)
         .stdin(Stdio::null())
         .output()
         .context("running chromium")?;
-    let _ = std::fs::remove_dir_all(&profile);
+    drop(profile);
     ensure!(
         output.status.success(),
         "chromium failed ({}): {}",

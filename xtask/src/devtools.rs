@@ -13,12 +13,12 @@ use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
 use std::os::fd::{FromRawFd, RawFd};
 use std::os::unix::process::CommandExt;
-use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail, ensure};
+use base64::Engine as _;
 use serde_json::{Value, json};
 
 /// A headless Chromium with one page.
@@ -28,7 +28,8 @@ pub struct Browser {
     messages: mpsc::Receiver<Value>,
     session: String,
     next_id: u64,
-    profile: PathBuf,
+    /// Chromium's profile, removed when the browser is dropped (after it stops).
+    _profile: tempfile::TempDir,
     /// Console messages and uncaught exceptions of the page so far.
     pub console: Vec<String>,
 }
@@ -46,13 +47,10 @@ impl Browser {
     /// Starts Chromium and opens a page of `width`×`height`, blank.
     pub fn start(width: u32, height: u32) -> Result<Browser> {
         let chromium = crate::setup::chromium().context("chromium is not installed")?;
-        static STARTED: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-        let profile = std::env::temp_dir().join(format!(
-            "devtools-{}-{}",
-            std::process::id(),
-            STARTED.fetch_add(1, std::sync::atomic::Ordering::SeqCst)
-        ));
-        std::fs::create_dir_all(&profile)?;
+        let profile = tempfile::Builder::new()
+            .prefix("devtools-")
+            .tempdir()
+            .context("creating Chromium's profile directory")?;
         let (their_in, our_out) = pipe()?;
         let (our_in, their_out) = pipe()?;
         let mut command = Command::new(chromium);
@@ -69,7 +67,7 @@ impl Browser {
                 "--remote-debugging-pipe",
             ])
             .arg(format!("--window-size={width},{height}"))
-            .arg(format!("--user-data-dir={}", profile.display()))
+            .arg(format!("--user-data-dir={}", profile.path().display()))
             .arg("about:blank")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -111,7 +109,7 @@ impl Browser {
             messages,
             session: String::new(),
             next_id: 0,
-            profile,
+            _profile: profile,
             console: Vec::new(),
         };
         let target = browser.call("Target.createTarget", json!({"url": "about:blank"}))?;
@@ -241,7 +239,11 @@ impl Browser {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir)?;
         }
-        std::fs::write(path, decode_base64(data)?)?;
+        // DevTools sends the PNG as standard base64.
+        let png = base64::engine::general_purpose::STANDARD
+            .decode(data)
+            .context("the screenshot is not base64")?;
+        std::fs::write(path, png)?;
         Ok(())
     }
 }
@@ -250,43 +252,5 @@ impl Drop for Browser {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.profile);
-    }
-}
-
-/// Standard base64 (what DevTools sends a screenshot as).
-fn decode_base64(text: &str) -> Result<Vec<u8>> {
-    let mut out = Vec::with_capacity(text.len() * 3 / 4);
-    let (mut acc, mut bits) = (0u32, 0);
-    for c in text.bytes() {
-        let value = match c {
-            b'A'..=b'Z' => c - b'A',
-            b'a'..=b'z' => c - b'a' + 26,
-            b'0'..=b'9' => c - b'0' + 52,
-            b'+' => 62,
-            b'/' => 63,
-            b'=' | b'\n' | b'\r' => continue,
-            _ => bail!("not base64: {:?}", c as char),
-        };
-        acc = (acc << 6) | u32::from(value);
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            out.push((acc >> bits) as u8);
-            acc &= (1 << bits) - 1;
-        }
-    }
-    Ok(out)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn base64_decodes_as_the_standard_says() {
-        assert_eq!(decode_base64("aGVsbG8=").unwrap(), b"hello");
-        assert_eq!(decode_base64("Zm9vYmFy").unwrap(), b"foobar");
-        assert!(decode_base64("a*b").is_err());
     }
 }

@@ -319,8 +319,8 @@ mod tests {
 
     #[tokio::test]
     async fn follow_yields_every_complete_line_then_the_ones_appended_later() {
-        let dir = std::env::temp_dir().join(format!("watch-follow-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().to_path_buf();
         let path = dir.join("trace.jsonl");
         std::fs::write(&path, "one\ntwo\nhalf").unwrap();
         let mut lines = Box::pin(follow(path.clone()));
@@ -337,7 +337,6 @@ mod tests {
         file.write_all(b" done\nthree\n").unwrap();
         assert_eq!(lines.next().await.as_deref(), Some("half done"));
         assert_eq!(lines.next().await.as_deref(), Some("three"));
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     /// Waits until the flow of the JSON log at `path` has a line with each `needle`.

@@ -937,7 +937,8 @@ mod tests {
         let committed = crate::repo_root().join("book/src/outputs");
         events_follow_the_flow(&committed).unwrap();
         // The same Events beside the flow without good's writes.
-        let dir = std::env::temp_dir().join(format!("events-flow-{}", std::process::id()));
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().to_path_buf();
         std::fs::create_dir_all(dir.join(recordings::DIR)).unwrap();
         std::fs::copy(
             committed.join("step-8-events.txt"),
@@ -954,6 +955,5 @@ mod tests {
         std::fs::write(dir.join("flow/step-8.jsonl"), unwritten.join("\n")).unwrap();
         let error = events_follow_the_flow(&dir).unwrap_err().to_string();
         assert!(error.contains("Synced for good, but"), "{error}");
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -436,7 +436,8 @@ mod tests {
 
     #[test]
     fn a_recording_must_show_what_its_chapter_says() {
-        let dir = std::env::temp_dir().join(format!("recordings-{}", std::process::id()));
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().to_path_buf();
         let ns = format!("recording-test-{}", std::process::id());
         let log = log_path(&ns);
         std::fs::create_dir_all(log.parent().unwrap()).unwrap();
@@ -460,7 +461,6 @@ mod tests {
         record(&dir, "step-4", &ns).unwrap();
         let recorded = std::fs::read_to_string(dir.join("flow/step-4.jsonl")).unwrap();
         assert!(recorded.contains(r#""what":"requeue""#), "{recorded}");
-        std::fs::remove_dir_all(&dir).unwrap();
         std::fs::remove_file(&log).unwrap();
     }
 }

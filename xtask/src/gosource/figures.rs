@@ -735,7 +735,8 @@ Lines of code (non-blank, non-comment, without tests):
 
     #[test]
     fn a_figure_is_written_in_and_an_unknown_one_fails_with_its_line() {
-        let dir = std::env::temp_dir().join(format!("figures-{}", std::process::id()));
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().to_path_buf();
         std::fs::create_dir_all(dir.join("outputs")).unwrap();
         std::fs::write(dir.join("outputs/run.txt"), RUN).unwrap();
         let page =
@@ -753,7 +754,6 @@ Lines of code (non-blank, non-comment, without tests):
         );
         let err = expand("p.md", "{{#figure nothing 500 go rss}}", &dir).unwrap_err();
         assert!(format!("{err:#}").contains("nothing.txt"), "{err:#}");
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
@@ -846,7 +846,8 @@ step-8: 2 of 3 behaviours pass
 
     #[test]
     fn a_line_pattern_is_read_from_the_page_with_its_braces() {
-        let dir = std::env::temp_dir().join(format!("figures-lines-{}", std::process::id()));
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().to_path_buf();
         std::fs::create_dir_all(dir.join("outputs")).unwrap();
         std::fs::write(dir.join("outputs/lost.txt"), TRANSCRIPT).unwrap();
         let page = "took {{#figure lost (b became leader {} after a froze)}}; \
@@ -858,7 +859,6 @@ step-8: 2 of 3 behaviours pass
             err.contains("p.md:3") && err.contains("no line matches"),
             "{err}"
         );
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     /// The shape `report` in `xtask/src/firstbuild.rs` writes, cut down.

@@ -61,7 +61,8 @@ mod tests {
 
     #[test]
     fn a_flow_is_written_into_the_page_and_a_missing_or_broken_one_fails_with_its_line() {
-        let dir = std::env::temp_dir().join(format!("flows-{}", std::process::id()));
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().to_path_buf();
         std::fs::create_dir_all(dir.join("outputs/flow")).unwrap();
         std::fs::write(
             dir.join("outputs/flow/run.jsonl"),
@@ -91,6 +92,5 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("letters, digits and dashes"), "{err}");
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -450,8 +450,8 @@ mod tests {
 
     #[test]
     fn a_binary_rebuilt_in_place_while_running_is_still_the_configured_one() {
-        let dir = std::env::temp_dir().join(format!("same-binary-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().to_path_buf();
         let exe = dir.join("xtask");
         std::fs::write(&exe, b"").unwrap();
         let other = dir.join("other");
@@ -466,7 +466,6 @@ mod tests {
             &exe,
             Path::new(&format!("{} (deleted)", other.display()))
         ));
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     const GO: &str = "/*

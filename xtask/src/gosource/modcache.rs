@@ -43,15 +43,17 @@ pub(super) fn find_module_dir(module: &str) -> Result<PathBuf> {
         }
     }
     // Outside any module, so that no go.mod or go.work around us is consulted.
-    let scratch = std::env::temp_dir().join(format!("book-gosource-{}", std::process::id()));
-    std::fs::create_dir_all(&scratch)?;
+    let scratch = tempfile::Builder::new()
+        .prefix("book-gosource-")
+        .tempdir()
+        .context("creating a scratch directory")?;
     let output = Command::new("go")
         .args(["mod", "download", "-json", module])
         .env("GOFLAGS", "-mod=mod")
-        .current_dir(&scratch)
+        .current_dir(scratch.path())
         .stdin(Stdio::null())
         .output();
-    let _ = std::fs::remove_dir_all(&scratch);
+    drop(scratch);
     let output = output.with_context(|| {
         format!(
             "running `go mod download -json {module}`: the book's Go excerpts and links \

@@ -572,35 +572,13 @@ mod tests {
     }
 
     /// A step file, a spec over it, and a change to the step.
-    fn scratch(step: &str) -> tempdir::Scratch {
-        tempdir::Scratch::with("steps/step-9.rs", step)
-    }
-
-    mod tempdir {
-        pub struct Scratch(pub std::path::PathBuf);
-        impl Scratch {
-            pub fn with(path: &str, text: &str) -> Scratch {
-                let dir = std::env::temp_dir().join(format!(
-                    "workshop-test-{}-{}",
-                    std::process::id(),
-                    rand_suffix()
-                ));
-                std::fs::create_dir_all(dir.join(path).parent().unwrap()).unwrap();
-                std::fs::write(dir.join(path), text).unwrap();
-                Scratch(dir)
-            }
-        }
-        impl Drop for Scratch {
-            fn drop(&mut self) {
-                let _ = std::fs::remove_dir_all(&self.0);
-            }
-        }
-        fn rand_suffix() -> u128 {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos()
-        }
+    /// A temporary tree holding `step` as `steps/step-9.rs`, removed when dropped.
+    fn scratch(step: &str) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("steps/step-9.rs");
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, step).unwrap();
+        dir
     }
 
     const STEP: &str = "//! Step 9 — the reference.\n\
@@ -641,7 +619,7 @@ mod tests {
     #[test]
     fn a_gap_keeps_the_signature_and_drops_the_answer() {
         let dir = scratch(STEP);
-        let starter = generate(&SPEC, &dir.0).unwrap();
+        let starter = generate(&SPEC, dir.path()).unwrap();
         assert!(starter.starts_with("//! Workshop starter, step 9: the test.\n"));
         assert!(starter.contains("#![allow(unused_variables)]"));
         assert!(starter.contains("#[command(name = \"workshop-step-9\""));
@@ -654,9 +632,9 @@ mod tests {
 
     #[test]
     fn a_changed_step_changes_its_starter() {
-        let before = generate(&SPEC, &scratch(STEP).0).unwrap();
+        let before = generate(&SPEC, scratch(STEP).path()).unwrap();
         let changed = STEP.replace("use std::sync::Arc;", "use std::sync::{Arc, Mutex};");
-        let after = generate(&SPEC, &scratch(&changed).0).unwrap();
+        let after = generate(&SPEC, scratch(&changed).path()).unwrap();
         assert_ne!(before, after);
         assert!(after.contains("use std::sync::{Arc, Mutex};"));
     }
@@ -664,13 +642,13 @@ mod tests {
     #[test]
     fn an_edit_the_step_no_longer_has_fails_with_its_text() {
         let moved = STEP.replace("let n = sync(1);", "let n = sync(10);");
-        let err = generate(&SPEC, &scratch(&moved).0).unwrap_err();
+        let err = generate(&SPEC, scratch(&moved).path()).unwrap_err();
         assert!(
             format!("{err:#}").contains("expects \"let n = sync(1);\" once, and finds it 0 times"),
             "{err:#}"
         );
         let gone = STEP.replace("fn sync(", "fn sync_handler(");
-        let err = generate(&SPEC, &scratch(&gone).0).unwrap_err();
+        let err = generate(&SPEC, scratch(&gone).path()).unwrap_err();
         assert!(format!("{err:#}").contains("no `fn sync`"), "{err:#}");
     }
 }
