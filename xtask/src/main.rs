@@ -32,6 +32,7 @@ mod firstbuild;
 mod gosource;
 mod heap;
 mod kubectl;
+mod markdown;
 mod oldest;
 mod prepare;
 mod setup;

@@ -333,24 +333,17 @@ fn check_table_code(src: &Path) -> Result<Vec<String>> {
 
 /// The Rust column's code spans of the "Go → Rust" table in `chapter`, each
 /// with its first identifier that `words` lacks.
-fn table_code_not_in<'a>(
-    chapter: &'a str,
+fn table_code_not_in(
+    chapter: &str,
     words: &std::collections::BTreeSet<String>,
-) -> Vec<(&'a str, &'a str)> {
-    let Some(start) = chapter.find("\n## Go → Rust\n") else {
+) -> Vec<(String, String)> {
+    let Some(section) = crate::markdown::section(chapter, "Go → Rust") else {
         return Vec::new();
     };
-    let section = &chapter[start + 1..];
-    let section = &section[..section[3..].find("\n## ").map_or(section.len(), |e| e + 3)];
     let mut missing = Vec::new();
-    for row in section.lines().filter(|l| l.starts_with('|')).skip(2) {
-        let Some(rust) = row.split('|').nth(2) else {
-            continue;
-        };
-        for cell in rust.split('`').skip(1).step_by(2) {
-            if let Some(word) = identifiers(cell).find(|w| !words.contains(*w)) {
-                missing.push((cell, word));
-            }
+    for code in crate::markdown::table_code(section, 1) {
+        if let Some(word) = identifiers(&code).find(|w| !words.contains(*w)) {
+            missing.push((code.clone(), word.to_string()));
         }
     }
     missing
@@ -588,7 +581,7 @@ mod tests {
                        | `x` | `not_a_table_row` | |\n";
         assert_eq!(
             table_code_not_in(chapter, &words),
-            [("watcher(api, cfg)", "watcher")]
+            [("watcher(api, cfg)".to_string(), "watcher".to_string())]
         );
     }
 }

@@ -12,9 +12,9 @@ use anyhow::{Context, Result};
 /// One problem per step chapter whose "Run it" block and captures differ.
 pub(super) fn check_run_it(src: &Path) -> Result<Vec<String>> {
     let mut failures = Vec::new();
-    for n in 1..=8 {
-        let name = format!("step-{n}.md");
-        let path = src.join(&name);
+    for step in testcluster::steps::STEPS {
+        let name = step.chapter;
+        let path = src.join(name);
         let page = std::fs::read_to_string(&path)
             .with_context(|| format!("reading {}", path.display()))?;
         let Some(section) = run_it_section(&page) else {
@@ -42,29 +42,25 @@ pub(super) fn check_run_it(src: &Path) -> Result<Vec<String>> {
     Ok(failures)
 }
 
-/// From `## Run it` to the next `## ` heading.
+/// From `## Run it` to the next heading of its level.
 fn run_it_section(page: &str) -> Option<&str> {
-    let start = page.find("\n## Run it\n")? + 1;
-    let rest = &page[start + "## Run it\n".len()..];
-    let end = rest.find("\n## ").map_or(rest.len(), |i| i + 1);
-    Some(&page[start..start + "## Run it\n".len() + end])
+    crate::markdown::section(page, "Run it")
 }
 
-/// The command lines of the section's first ```` ```sh ```` block.
+/// The command lines of the section's first ```` ```sh ```` block: not
+/// blank, not a comment.
 fn block_commands(section: &str) -> Vec<String> {
-    let mut lines = section.lines().skip_while(|l| l.trim() != "```sh").skip(1);
-    let mut commands = Vec::new();
-    for line in lines.by_ref() {
-        let line = line.trim_end();
-        if line.trim() == "```" {
-            break;
-        }
-        if line.trim().is_empty() || line.trim_start().starts_with('#') {
-            continue;
-        }
-        commands.push(line.trim_start().to_string());
-    }
-    commands
+    let blocks = crate::markdown::code_blocks(section);
+    let Some(block) = blocks.iter().find(|b| b.language() == "sh") else {
+        return Vec::new();
+    };
+    block
+        .code
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty() && !line.starts_with('#'))
+        .map(str::to_string)
+        .collect()
 }
 
 /// The files of `{{#include outputs/….txt}}` lines, relative to `book/src`.

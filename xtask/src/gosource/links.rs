@@ -33,10 +33,10 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
 
-use super::markdown::{fenced_ranges, in_ranges, line_of};
 use super::modcache::source_file;
 use super::scan::{GoFile, contains_word};
 use super::selector::{Pick, Selector};
+use crate::markdown::{line_of, link_targets};
 
 /// The scheme that marks a link as one to resolve.
 const SCHEME: &str = "go:";
@@ -318,35 +318,18 @@ pub(super) struct SourceLink {
     pub(super) spec: String,
 }
 
-/// Every `go:` link target in `page`, outside fenced code blocks: after
-/// `](`, after `]: ` at the start of a line, or after `href="`.
+/// Every `go:` link target in `page` (inline links, reference
+/// definitions, `href="…"`), never in code.
 pub(super) fn source_links(page: &str) -> Vec<SourceLink> {
-    let fences = fenced_ranges(page);
-    let mut found = Vec::new();
-    for (start, _) in page.match_indices(SCHEME) {
-        if in_ranges(&fences, start) {
-            continue;
-        }
-        let before = &page[..start];
-        let line_head = &before[before.rfind('\n').map_or(0, |i| i + 1)..];
-        let is_target = before.ends_with("](")
-            || before.ends_with("href=\"")
-            || (line_head.trim_start().starts_with('[') && line_head.trim_end().ends_with("]:"));
-        if !is_target {
-            continue;
-        }
-        let spec: String = page[start + SCHEME.len()..]
-            .chars()
-            .take_while(|c| !c.is_whitespace() && !matches!(c, ')' | '"' | '>' | '`'))
-            .collect();
-        found.push(SourceLink {
-            start,
-            end: start + SCHEME.len() + spec.len(),
-            line: line_of(page, start),
-            spec,
-        });
-    }
-    found
+    link_targets(page, SCHEME)
+        .into_iter()
+        .map(|range| SourceLink {
+            start: range.start,
+            end: range.end,
+            line: line_of(page, range.start),
+            spec: page[range.start + SCHEME.len()..range.end].to_string(),
+        })
+        .collect()
 }
 
 /// The Go module (path and version) a `go:` spec reads at `release`.

@@ -1,46 +1,8 @@
-//! The `{{#go …}}` directives and fenced code blocks of a page.
+//! The `{{#go …}}` directives of a page (outside its code blocks).
 
 use super::DIRECTIVE;
 use super::selector::Selector;
-
-/// Byte ranges of fenced code blocks (``` or ~~~) in a page.
-pub(super) fn fenced_ranges(text: &str) -> Vec<(usize, usize)> {
-    let mut ranges = Vec::new();
-    let mut open: Option<(usize, char, usize)> = None;
-    let mut at = 0;
-    for line in text.split_inclusive('\n') {
-        let trimmed = line.trim_start();
-        let fence = trimmed
-            .chars()
-            .next()
-            .filter(|c| *c == '`' || *c == '~')
-            .map(|c| (c, trimmed.chars().take_while(|&d| d == c).count()))
-            .filter(|&(_, n)| n >= 3);
-        match (open, fence) {
-            (None, Some((c, n))) => open = Some((at, c, n)),
-            (Some((start, c, n)), Some((d, m)))
-                if c == d && m >= n && trimmed.trim_end().chars().all(|x| x == c) =>
-            {
-                ranges.push((start, at + line.len()));
-                open = None;
-            }
-            _ => {}
-        }
-        at += line.len();
-    }
-    if let Some((start, _, _)) = open {
-        ranges.push((start, text.len()));
-    }
-    ranges
-}
-
-pub(super) fn in_ranges(ranges: &[(usize, usize)], at: usize) -> bool {
-    ranges.iter().any(|&(s, e)| s <= at && at < e)
-}
-
-pub(super) fn line_of(text: &str, at: usize) -> usize {
-    text[..at].matches('\n').count() + 1
-}
+use crate::markdown::{code_blocks, in_code, line_of};
 
 /// A `{{#go …}}` in a page.
 #[derive(Debug)]
@@ -54,13 +16,13 @@ pub(super) struct Directive {
 }
 
 pub(super) fn directives(text: &str) -> Vec<std::result::Result<Directive, (usize, String)>> {
-    let fences = fenced_ranges(text);
+    let blocks = code_blocks(text);
     let mut found = Vec::new();
     let mut from = 0;
     while let Some(offset) = text[from..].find(DIRECTIVE) {
         let start = from + offset;
         from = start + DIRECTIVE.len();
-        if in_ranges(&fences, start) || text[..start].ends_with('\\') {
+        if in_code(&blocks, start) || text[..start].ends_with('\\') {
             continue;
         }
         let line = line_of(text, start);

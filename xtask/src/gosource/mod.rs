@@ -41,13 +41,11 @@
 //! book's included, fails `cargo test -p testcluster --test versions`.
 
 use std::collections::BTreeMap;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{Context, Result, ensure};
 use clap::Subcommand;
-use serde_json::Value;
 
 mod figures;
 mod flows;
@@ -59,8 +57,9 @@ mod scan;
 mod selector;
 mod versions;
 
+use crate::markdown::{code_blocks, line_of};
 use links::Release;
-use markdown::{Directive, directives, fenced_ranges, line_of};
+use markdown::{Directive, directives};
 use modcache::go_file;
 pub use modcache::module_dir;
 use render::{expand_chapter, rel};
@@ -109,58 +108,48 @@ pub enum PreprocessCommand {
     },
 }
 
-/// With no subcommand: reads `[context, book]` JSON from stdin, expands every
-/// `{{#go}}` and `go:` link and writes the book JSON to stdout.
+/// With no subcommand: reads mdBook's `[context, book]` from stdin (the
+/// `mdbook-preprocessor` crate: mdBook's own types), expands every
+/// `{{#go}}`, `go:` link, `{{#version}}`, `{{#figure}}` and `{{#flow}}` of
+/// each chapter ([`expand_page`]) and writes the book to stdout.
 /// `supports <renderer>`: exit 0.
 pub fn preprocess(command: Option<PreprocessCommand>) -> Result<()> {
     if let Some(PreprocessCommand::Supports { .. }) = command {
         return Ok(());
     }
-    let mut input = String::new();
-    std::io::stdin()
-        .read_to_string(&mut input)
-        .context("reading mdBook's [context, book] from stdin")?;
-    let (_context, mut book): (Value, Value) =
-        serde_json::from_str(&input).context("parsing mdBook's [context, book] JSON")?;
-    let key = if book.get("items").is_some() {
-        "items"
-    } else {
-        "sections" // mdBook 0.4
-    };
-    let items = book.get_mut(key).context("the book JSON has no `items`")?;
-    expand_items(items)?;
+    let (_context, mut book) = mdbook_preprocessor::parse_input(std::io::stdin().lock())
+        .context("parsing mdBook's [context, book] JSON")?;
+    let src = crate::repo_root().join("book/src");
+    let mut failed = None;
+    book.for_each_chapter_mut(|chapter| {
+        if failed.is_some() {
+            return;
+        }
+        let page = chapter
+            .source_path
+            .as_ref()
+            .or(chapter.path.as_ref())
+            .map_or_else(|| "chapter".to_string(), |p| p.display().to_string());
+        match expand_page(&page, &chapter.content, &src) {
+            Ok(expanded) => chapter.content = expanded,
+            Err(err) => failed = Some(err),
+        }
+    });
+    if let Some(err) = failed {
+        return Err(err);
+    }
     serde_json::to_writer(std::io::stdout().lock(), &book).context("writing the book JSON")?;
     Ok(())
 }
 
-fn expand_items(items: &mut Value) -> Result<()> {
-    let Some(items) = items.as_array_mut() else {
-        return Ok(());
-    };
-    for item in items {
-        let Some(chapter) = item.get_mut("Chapter") else {
-            continue;
-        };
-        let page = chapter
-            .get("source_path")
-            .or_else(|| chapter.get("path"))
-            .and_then(Value::as_str)
-            .unwrap_or("chapter")
-            .to_string();
-        if let Some(content) = chapter.get("content").and_then(Value::as_str) {
-            let expanded = expand_chapter(&page, content)?;
-            let expanded = links::expand(&page, &expanded)?;
-            let expanded = versions::expand(&page, &expanded)?;
-            let src = crate::repo_root().join("book/src");
-            let expanded = figures::expand(&page, &expanded, &src)?;
-            let expanded = flows::expand(&page, &expanded, &src)?;
-            chapter["content"] = Value::String(expanded);
-        }
-        if let Some(sub_items) = chapter.get_mut("sub_items") {
-            expand_items(sub_items)?;
-        }
-    }
-    Ok(())
+/// A page with every directive and `go:` link expanded, in the order each
+/// may produce the next one's input.
+fn expand_page(page: &str, content: &str, src: &Path) -> Result<String> {
+    let expanded = expand_chapter(page, content)?;
+    let expanded = links::expand(page, &expanded)?;
+    let expanded = versions::expand(page, &expanded)?;
+    let expanded = figures::expand(page, &expanded, src)?;
+    flows::expand(page, &expanded, src)
 }
 
 /// `page` with every `{{#NAME …}}` (`open` is `{{#NAME `) replaced by what
@@ -274,11 +263,9 @@ pub fn check(pages: &BTreeMap<PathBuf, String>) -> Result<Vec<String>> {
     let (mut links, mut excerpts) = (0, 0);
     for (page, text) in pages {
         let name = rel(page);
-        let fences = fenced_ranges(text);
-        for &(start, _) in &fences {
-            let opener = text[start..].lines().next().unwrap_or_default().trim();
-            let language = opener.trim_start_matches(['`', '~']).trim();
-            if language == "go" || language.starts_with("go,") || language.starts_with("go ") {
+        for block in code_blocks(text) {
+            if block.language() == "go" {
+                let start = block.range.start;
                 failures.push(format!(
                     "{name}:{}: a ```go block: Go code is not stored in the book; show it with \
                      {{{{#go FILE:NAME}}}} (rendered from the module cache at build time)",
