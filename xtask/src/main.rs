@@ -35,6 +35,7 @@ mod kubectl;
 mod markdown;
 mod oldest;
 mod prepare;
+mod preprocess;
 mod setup;
 mod watch;
 mod workshop;
@@ -125,7 +126,7 @@ enum BookCli {
     /// into the Go source from the module cache (reads `[context, book]` JSON on stdin).
     Preprocess {
         #[command(subcommand)]
-        command: Option<gosource::PreprocessCommand>,
+        command: Option<preprocess::PreprocessCommand>,
     },
     /// Print the book's `go:` link to a Go declaration, with the pinned URL it resolves to,
     /// e.g. `go-link controller.go syncHandler`.
@@ -192,7 +193,7 @@ async fn main() -> ExitCode {
         Command::Workshop { check, .. } => workshop::workshop(check),
         Command::BumpKubernetes(args) => bump::bump(args),
         Command::Book(BookCli::Book(command)) => book::run(command).await,
-        Command::Book(BookCli::Preprocess { command }) => gosource::preprocess(command),
+        Command::Book(BookCli::Preprocess { command }) => preprocess::preprocess(command),
         Command::Book(BookCli::GoLink { file, name }) => gosource::print_link(&file, &name),
     };
     match result {

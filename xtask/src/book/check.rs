@@ -47,7 +47,7 @@ pub fn check() -> Result<()> {
 
     println!("==> book check: tools");
     let tools = require_tools(&[MDBOOK, MDBOOK_MERMAID, MDBOOK_LINKCHECK2], true)
-        .and_then(|()| crate::gosource::check_preprocessor(&book));
+        .and_then(|()| crate::preprocess::check_preprocessor(&book));
     if let Err(err) = tools {
         failures.push(format!("{err:#}"));
         return fail(&failures);

@@ -176,7 +176,7 @@ fn prose(page: &str) -> String {
             let (close, replacement) = match open {
                 "`" => (after.find('`').map(|c| c + 1), " CODE "),
                 "{{#" => (
-                    crate::gosource::directive_end(after).map(|at| at + 2),
+                    crate::preprocess::directive_end(after).map(|at| at + 2),
                     " FIGURE ",
                 ),
                 "](" => (after.find(')').map(|c| c + 1), "]"),

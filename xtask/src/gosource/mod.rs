@@ -41,21 +41,17 @@
 //! book's included, fails `cargo test -p testcluster --test versions`.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
-use anyhow::{Context, Result, ensure};
-use clap::Subcommand;
+use anyhow::{Context, Result};
 
-mod figures;
-mod flows;
 pub mod links;
 mod markdown;
 mod modcache;
 mod render;
 mod scan;
 mod selector;
-mod versions;
 
 use crate::markdown::{code_blocks, line_of};
 use links::Release;
@@ -98,101 +94,11 @@ fn span_text(first: usize, last: usize) -> String {
 // ---------------------------------------------------------------------------
 // The subcommands
 
-/// `cargo xtask book preprocess [supports RENDERER]`: mdBook's preprocessor protocol.
-#[derive(Subcommand)]
-pub enum PreprocessCommand {
-    /// mdBook asks whether the preprocessor supports a renderer: yes, every one.
-    Supports {
-        /// The renderer's name (html, linkcheck2, …).
-        renderer: String,
-    },
-}
-
-/// With no subcommand: reads mdBook's `[context, book]` from stdin (the
-/// `mdbook-preprocessor` crate: mdBook's own types), expands every
-/// `{{#go}}`, `go:` link, `{{#version}}`, `{{#figure}}` and `{{#flow}}` of
-/// each chapter ([`expand_page`]) and writes the book to stdout.
-/// `supports <renderer>`: exit 0.
-pub fn preprocess(command: Option<PreprocessCommand>) -> Result<()> {
-    if let Some(PreprocessCommand::Supports { .. }) = command {
-        return Ok(());
-    }
-    let (_context, mut book) = mdbook_preprocessor::parse_input(std::io::stdin().lock())
-        .context("parsing mdBook's [context, book] JSON")?;
-    let src = crate::repo_root().join("book/src");
-    let mut failed = None;
-    book.for_each_chapter_mut(|chapter| {
-        if failed.is_some() {
-            return;
-        }
-        let page = chapter
-            .source_path
-            .as_ref()
-            .or(chapter.path.as_ref())
-            .map_or_else(|| "chapter".to_string(), |p| p.display().to_string());
-        match expand_page(&page, &chapter.content, &src) {
-            Ok(expanded) => chapter.content = expanded,
-            Err(err) => failed = Some(err),
-        }
-    });
-    if let Some(err) = failed {
-        return Err(err);
-    }
-    serde_json::to_writer(std::io::stdout().lock(), &book).context("writing the book JSON")?;
-    Ok(())
-}
-
-/// A page with every directive and `go:` link expanded, in the order each
-/// may produce the next one's input.
-fn expand_page(page: &str, content: &str, src: &Path) -> Result<String> {
+/// A page with its `{{#go}}` directives and `go:` links expanded (the
+/// book's preprocessor calls it first: [`crate::preprocess`]).
+pub(crate) fn expand(page: &str, content: &str) -> Result<String> {
     let expanded = expand_chapter(page, content)?;
-    let expanded = links::expand(page, &expanded)?;
-    let expanded = versions::expand(page, &expanded)?;
-    let expanded = figures::expand(page, &expanded, src)?;
-    flows::expand(page, &expanded, src)
-}
-
-/// `page` with every `{{#NAME …}}` (`open` is `{{#NAME `) replaced by what
-/// `expand` makes of the text inside and the directive's line number; a
-/// directive without its `}}` is an error naming the page and the line.
-fn replace_directives(
-    page_name: &str,
-    page: &str,
-    open: &str,
-    mut expand: impl FnMut(&str, usize) -> Result<String>,
-) -> Result<String> {
-    let mut out = String::with_capacity(page.len());
-    let mut from = 0;
-    while let Some(offset) = page[from..].find(open) {
-        let start = from + offset;
-        let line = page[..start].matches('\n').count() + 1;
-        let Some(close) = directive_end(&page[start + open.len()..]).map(|at| open.len() + at)
-        else {
-            anyhow::bail!("{page_name}:{line}: `{}` without `}}}}`", open.trim_end());
-        };
-        let inside = page[start + open.len()..start + close].trim();
-        out.push_str(&page[from..start]);
-        out.push_str(&expand(inside, line)?);
-        from = start + close + 2;
-    }
-    out.push_str(&page[from..]);
-    Ok(out)
-}
-
-/// Where the `}}` that closes a directive is in `text` (what follows the
-/// directive's `{{#NAME `): the first `}` outside braces the directive opens
-/// itself (a figure's line pattern holds `{}`), if a second `}` follows it.
-pub(crate) fn directive_end(text: &str) -> Option<usize> {
-    let mut depth = 0usize;
-    for (at, c) in text.char_indices() {
-        match c {
-            '{' => depth += 1,
-            '}' if depth > 0 => depth -= 1,
-            '}' => return text[at..].starts_with("}}").then_some(at),
-            _ => {}
-        }
-    }
-    None
+    links::expand(page, &expanded)
 }
 
 /// `cargo xtask book go-link FILE NAME`: the pinned link of a declaration.
@@ -202,52 +108,6 @@ pub fn print_link(file: &str, name: &str) -> Result<()> {
     let url = links::resolve(&spec)?;
     println!("[`{name}`](go:{spec})   <!-- {url} -->");
     Ok(())
-}
-
-/// book.toml's `[preprocessor.gosource]` command runs this very binary
-/// (`../target/debug/xtask`), so the book is built with the code being checked.
-pub fn check_preprocessor(book: &Path) -> Result<()> {
-    let toml = std::fs::read_to_string(book.join("book.toml"))?;
-    let command = toml
-        .split("[preprocessor.gosource]")
-        .nth(1)
-        .and_then(|table| {
-            table
-                .lines()
-                .take_while(|l| !l.trim_start().starts_with('['))
-                .find_map(|l| l.trim().strip_prefix("command"))
-        })
-        .and_then(|rest| rest.trim().strip_prefix('='))
-        .map(|value| value.trim().trim_matches('"').to_string())
-        .context("book/book.toml has no [preprocessor.gosource] command")?;
-    let exe = command.split_whitespace().next().unwrap_or_default();
-    let configured = book.join(exe);
-    let running = std::env::current_exe()?;
-    let same = same_binary(&configured, &running);
-    ensure!(
-        same,
-        "book.toml's gosource preprocessor runs {}, but this check runs {}: build xtask into \
-         the default target directory (no CARGO_TARGET_DIR) so that mdBook uses this code",
-        configured.display(),
-        running.display()
-    );
-    Ok(())
-}
-
-/// Whether `running` (this process's executable) is the file at `configured`.
-/// A binary rebuilt while this one runs (a capture's nested `cargo xtask`
-/// relinks it when its environment differs) leaves this process running an
-/// unlinked file, which Linux names `PATH (deleted)`: the file now at `PATH`
-/// was built from the same tree, so it counts as the same.
-fn same_binary(configured: &Path, running: &Path) -> bool {
-    let running = running
-        .to_str()
-        .and_then(|p| p.strip_suffix(" (deleted)"))
-        .map_or_else(|| running.to_path_buf(), PathBuf::from);
-    match (configured.canonicalize(), running.canonicalize()) {
-        (Ok(a), Ok(b)) => a == b,
-        _ => false,
-    }
 }
 
 // ---------------------------------------------------------------------------
@@ -434,26 +294,6 @@ mod tests {
     use markdown::parse_directive;
     use render::following_fence;
     use selector::Selector;
-
-    #[test]
-    fn a_binary_rebuilt_in_place_while_running_is_still_the_configured_one() {
-        let tmp = tempfile::tempdir().unwrap();
-        let dir = tmp.path().to_path_buf();
-        let exe = dir.join("xtask");
-        std::fs::write(&exe, b"").unwrap();
-        let other = dir.join("other");
-        std::fs::write(&other, b"").unwrap();
-        assert!(same_binary(&exe, &exe));
-        assert!(same_binary(
-            &exe,
-            Path::new(&format!("{} (deleted)", exe.display()))
-        ));
-        assert!(!same_binary(&exe, &other));
-        assert!(!same_binary(
-            &exe,
-            Path::new(&format!("{} (deleted)", other.display()))
-        ));
-    }
 
     const GO: &str = "/*
 Copyright 2017 The Kubernetes Authors.
