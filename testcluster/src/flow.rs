@@ -596,7 +596,7 @@ mod tests {
     use kube::runtime::reflector;
     use sample_controller::handlers::{on_deployment, on_foo};
     use sample_controller::informer::Notification;
-    use sample_controller::{Foo, FooSpec};
+    use sample_controller::Foo;
     use tracing_subscriber::layer::SubscriberExt;
 
     /// A buffer the JSON log is written to and the test reads.
@@ -636,14 +636,9 @@ mod tests {
         value.as_object().unwrap().clone()
     }
 
+    /// Go's `newFoo`, in namespace `ns`.
     fn foo(name: &str) -> Foo {
-        let mut foo = Foo::new(
-            name,
-            FooSpec {
-                deployment_name: format!("{name}-nginx"),
-                replicas: Some(1),
-            },
-        );
+        let mut foo = sample_controller::fixtures::foo(name, Some(1));
         foo.metadata.namespace = Some("ns".into());
         foo
     }
