@@ -16,7 +16,7 @@ use kube::{Api, Client, Config, Resource};
 /// With neither flag, kube's usual inference applies: `$KUBECONFIG`, then
 /// `~/.kube/config`, then the in-cluster service account. (Go's
 /// `BuildConfigFromFlags` tries in-cluster first and never reads the default
-/// kubeconfig; the book's step 1 chapter explains the difference.)
+/// kubeconfig; the book explains the difference where it meets it.)
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct ClientFlags {
     /// Path to a kubeconfig. Only required if out-of-cluster and neither

@@ -5,8 +5,8 @@
 //! controller.go ([the handlers](https://github.com/kubernetes/sample-controller/blob/v0.37.1/controller.go),
 //! [`enqueueFoo` and `handleObject`](https://github.com/kubernetes/sample-controller/blob/v0.37.1/controller.go)).
 //! A handler returns the key to enqueue (or why it ignored the change)
-//! instead of calling the queue itself, so the same functions serve step 3
-//! (which prints the decision) and steps 4–7 (which send the key to the queue).
+//! instead of calling the queue itself, so the same functions serve a program
+//! that prints the decision and one that sends the key to a queue.
 
 use std::fmt;
 use std::time::Duration;
@@ -25,7 +25,7 @@ use crate::diagnose::explain_watch;
 use crate::informer::{Notification, informer, object_name, resync};
 
 // ANCHOR: ignored
-/// Why a handler put nothing in the queue. Step 3 prints it.
+/// Why a handler put nothing in the queue.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Ignored {
     /// A Foo was deleted: its Deployment goes with it (garbage collection).

@@ -280,9 +280,9 @@ where
 // ANCHOR: resync
 /// Replays the whole cache as updates every `period`, the way a Go informer's
 /// resync does (`OnUpdate(obj, obj)`: same object, same resourceVersion, no
-/// API call). kube-runtime has no resync; step 3 uses this to show why Go's
-/// Deployment handler compares resourceVersions, and step 7 to resync every
-/// 30 s as Go's informer factories do.
+/// API call). kube-runtime has no resync: this shows why Go's Deployment
+/// handler compares resourceVersions, and resyncs every 30 s as Go's
+/// informer factories do.
 pub fn resync<K>(
     cache: Store<K>,
     period: Duration,

@@ -2,9 +2,8 @@
 //!
 //! Each module is named after the Go piece it mirrors; the step binaries in
 //! `steps/` use them so that each step file shows only the layer its chapter
-//! teaches. What only step 8 uses (its reconciler, leader election, probes,
-//! metrics and HTTP server) is the `step8` crate in `steps/step-8/`, so that steps
-//! 1–7 never compile the crates it needs.
+//! teaches. What only one step uses lives in that step's folder, so that no
+//! step compiles what only another needs.
 pub mod config;
 pub mod crd;
 pub mod deployment;

@@ -1,23 +1,25 @@
-//! What each step needs RBAC to allow, in one place.
+//! What RBAC must allow, layer by layer, in one place.
 //!
-//! Steps 1–7 check these before they start and exit with the list of what is
-//! missing (`diagnose::preflight`); step 8 warns and goes on. The tables for
-//! step 7 and step 8 are the rules of `manifests/rbac.yaml`, and a test below
-//! keeps the two in step. (Go's sample-controller ships no RBAC: it runs with
-//! whatever the kubeconfig's user may do.)
+//! Each table is what a program built up to that layer asks of the API
+//! server; a step names the one it needs and checks it before it starts,
+//! exiting with the list of what is missing (`diagnose::preflight`), or
+//! warns and goes on. [`GO_CONTROLLER`] and [`SERVER_SIDE_APPLY`] are the
+//! rules of `manifests/rbac.yaml`, and a test below keeps the two in step.
+//! (Go's sample-controller ships no RBAC: it runs with whatever the
+//! kubeconfig's user may do.)
 
 use crate::diagnose::{Permission, permission};
 
 // ANCHOR: tables
-/// Step 1 lists; steps 2–4 list and watch (the informers).
-pub const STEP_2_TO_4: &[Permission] =
-    &[LIST_FOOS, WATCH_FOOS, LIST_DEPLOYMENTS, WATCH_DEPLOYMENTS];
+/// A client that lists Foos and Deployments once.
+pub const LIST: &[Permission] = &[LIST_FOOS, LIST_DEPLOYMENTS];
 
-/// Step 1: list Foos and Deployments.
-pub const STEP_1: &[Permission] = &[LIST_FOOS, LIST_DEPLOYMENTS];
+/// Two informers list, then watch, Foos and Deployments.
+pub const INFORMERS: &[Permission] = &[LIST_FOOS, WATCH_FOOS, LIST_DEPLOYMENTS, WATCH_DEPLOYMENTS];
 
-/// Step 5: read, then create a Deployment and replace it (Go's `Create` and `Update`).
-pub const STEP_5: &[Permission] = &[
+/// The informers, and a sync that creates a Deployment and replaces it (Go's
+/// `Create` and `Update`).
+pub const WRITE_DEPLOYMENTS: &[Permission] = &[
     LIST_FOOS,
     WATCH_FOOS,
     LIST_DEPLOYMENTS,
@@ -26,8 +28,8 @@ pub const STEP_5: &[Permission] = &[
     UPDATE_DEPLOYMENTS,
 ];
 
-/// Step 6: step 5, and a PUT to the Foo's status (Go's `UpdateStatus`).
-pub const STEP_6: &[Permission] = &[
+/// [`WRITE_DEPLOYMENTS`], and a PUT to the Foo's status (Go's `UpdateStatus`).
+pub const WRITE_STATUS: &[Permission] = &[
     LIST_FOOS,
     WATCH_FOOS,
     LIST_DEPLOYMENTS,
@@ -37,10 +39,10 @@ pub const STEP_6: &[Permission] = &[
     UPDATE_FOO_STATUS,
 ];
 
-/// Step 7, Go's whole program: step 6, and Events (kube's `Recorder` creates
-/// an Event and patches a repeat into its series). ClusterRole
+/// Go's whole program: [`WRITE_STATUS`], and Events (kube's `Recorder`
+/// creates an Event and patches a repeat into its series). ClusterRole
 /// `sample-controller-step-7` in `manifests/rbac.yaml`.
-pub const STEP_7: &[Permission] = &[
+pub const GO_CONTROLLER: &[Permission] = &[
     LIST_FOOS,
     WATCH_FOOS,
     LIST_DEPLOYMENTS,
@@ -52,10 +54,10 @@ pub const STEP_7: &[Permission] = &[
     PATCH_EVENTS,
 ];
 
-/// Step 8, cluster-wide: server-side apply (`patch`) instead of `update` for
-/// the Deployment and the Foo's status. ClusterRole `sample-controller` in
-/// `manifests/rbac.yaml`.
-pub const STEP_8: &[Permission] = &[
+/// The same controller with server-side apply (`patch`) instead of `update`
+/// for the Deployment and the Foo's status, cluster-wide. ClusterRole
+/// `sample-controller` in `manifests/rbac.yaml`.
+pub const SERVER_SIDE_APPLY: &[Permission] = &[
     LIST_FOOS,
     WATCH_FOOS,
     LIST_DEPLOYMENTS,
@@ -67,8 +69,8 @@ pub const STEP_8: &[Permission] = &[
     PATCH_EVENTS,
 ];
 
-/// Step 8 with `--leader-elect`, in the Lease's namespace only: read the
-/// Lease, create it if missing, take, renew and release it. Role
+/// `--leader-elect`, in the Lease's namespace only: read the Lease, create it
+/// if missing, take, renew and release it. Role
 /// `sample-controller-leader-election` in `manifests/rbac.yaml`.
 pub const LEADER_ELECTION: &[Permission] = &[
     permission("get", "coordination.k8s.io", "leases"),
@@ -149,14 +151,17 @@ mod tests {
     }
 
     #[test]
-    fn step_8s_table_is_the_sample_controller_cluster_role() {
-        assert_eq!(table(STEP_8), manifest("ClusterRole", "sample-controller"));
+    fn the_server_side_apply_table_is_the_sample_controller_cluster_role() {
+        assert_eq!(
+            table(SERVER_SIDE_APPLY),
+            manifest("ClusterRole", "sample-controller")
+        );
     }
 
     #[test]
-    fn step_7s_table_is_the_step_7_cluster_role() {
+    fn the_go_controller_table_is_the_step_7_cluster_role() {
         assert_eq!(
-            table(STEP_7),
+            table(GO_CONTROLLER),
             manifest("ClusterRole", "sample-controller-step-7")
         );
     }

@@ -22,7 +22,7 @@ pub const JSON_LOG: &str = "SAMPLE_CONTROLLER_LOG_JSON";
 pub const JSON_FILTER: &str = "debug,hyper=info,hyper_util=info,h2=info,rustls=info,tower=info";
 
 /// Logs to stderr, filtered by `RUST_LOG` (default `info`), e.g.
-/// `RUST_LOG=debug,kube=info cargo run --bin step-7`.
+/// `RUST_LOG=debug,kube=info cargo run --bin step-N`.
 ///
 /// Steps print what a learner should read to stdout; logs go to stderr so the
 /// two never interleave mid-line. With `SAMPLE_CONTROLLER_LOG_JSON=PATH`, the

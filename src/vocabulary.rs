@@ -1,12 +1,10 @@
-//! The names, errors and Events of Go's controller.go that every sync uses,
-//! from step 5 on: the constants (`controllerAgentName`, `FieldManager`, the
+//! The names, errors and Events of Go's controller.go that every sync uses:
+//! the constants (`controllerAgentName`, `FieldManager`, the
 //! Event reasons and messages), the sync's [`Error`], the Event recorder, and
 //! the ownership check that records `ErrResourceExists`.
 //!
 //! Go: [controller.go](https://github.com/kubernetes/sample-controller/blob/v0.37.1/controller.go),
-//! its `const` block, `syncHandler`'s errors and `c.recorder`. Step 7's
-//! `Controller` is in [`crate::controller`]; step 8 builds on the same
-//! vocabulary in steps/step-8/.
+//! its `const` block, `syncHandler`'s errors and `c.recorder`.
 
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};

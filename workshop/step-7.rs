@@ -65,7 +65,7 @@ async fn main() -> Result<(), Fatal> {
     let args = Args::parse();
     let shutdown = signals::setup_signal_handler()?;
     let connection = client_from_flags(&args.client).await?;
-    preflight(&connection, &args.namespace, rbac::STEP_7).await?;
+    preflight(&connection, &args.namespace, rbac::GO_CONTROLLER).await?;
     let client = connection.client;
 
     let informers = start_informers(

@@ -45,7 +45,7 @@ async fn main() -> Result<(), Fatal> {
     let args = Args::parse();
     let shutdown = signals::setup_signal_handler()?;
     let connection = client_from_flags(&args.client).await?;
-    preflight(&connection, &args.namespace, rbac::STEP_2_TO_4).await?;
+    preflight(&connection, &args.namespace, rbac::INFORMERS).await?;
     let client = connection.client;
 
     // ANCHOR: informers

@@ -50,7 +50,7 @@ async fn main() -> Result<(), Fatal> {
     let args = Args::parse();
     let shutdown = signals::setup_signal_handler()?;
     let connection = client_from_flags(&args.client).await?;
-    preflight(&connection, &args.namespace, rbac::STEP_5).await?;
+    preflight(&connection, &args.namespace, rbac::WRITE_DEPLOYMENTS).await?;
     let client = connection.client;
 
     let informers = start_informers(

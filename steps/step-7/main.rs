@@ -52,7 +52,7 @@ async fn main() -> Result<(), Fatal> {
     // Go: clientcmd.BuildConfigFromFlags, kubernetes.NewForConfig, clientset.NewForConfig
     let connection = client_from_flags(&args.client).await?;
     // Not in Go: no cluster, no CRD or missing RBAC exits with the fix.
-    preflight(&connection, &args.namespace, rbac::STEP_7).await?;
+    preflight(&connection, &args.namespace, rbac::GO_CONTROLLER).await?;
     let client = connection.client;
 
     // Go: the two informer factories (30 s resync), NewController, factory.Start

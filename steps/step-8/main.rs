@@ -60,7 +60,7 @@ async fn main() -> Result<(), Fatal> {
     // so that a Pod whose Role is applied a moment later needs no restart.
     check_reachable(&connection, &args.namespace).await?;
     let client = connection.client;
-    for denied in missing_permissions(&client, &args.namespace, rbac::STEP_8).await {
+    for denied in missing_permissions(&client, &args.namespace, rbac::SERVER_SIDE_APPLY).await {
         tracing::warn!(permission = %denied, "RBAC denies this; requests that need it fail and are retried until it is granted");
     }
 

@@ -594,9 +594,9 @@ mod tests {
 
     use k8s_openapi::api::apps::v1::Deployment;
     use kube::runtime::reflector;
+    use sample_controller::Foo;
     use sample_controller::handlers::{on_deployment, on_foo};
     use sample_controller::informer::Notification;
-    use sample_controller::Foo;
     use tracing_subscriber::layer::SubscriberExt;
 
     /// A buffer the JSON log is written to and the test reads.

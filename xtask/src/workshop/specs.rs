@@ -370,7 +370,7 @@ const STEP_7: Spec = Spec {
                      /// Go: `c.recorder`, from `record.NewBroadcaster` (`controller::recorder`).\n    \
                      recorder: Recorder,\n}",
                 ),
-                ("rbac::STEP_6", "rbac::STEP_7"),
+                ("rbac::WRITE_STATUS", "rbac::GO_CONTROLLER"),
                 (
                     "        None,\n    );",
                     "        // Go: the informer factories' resync period: yours.\n        \
