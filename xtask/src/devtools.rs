@@ -8,6 +8,14 @@
 //! The protocol runs over `--remote-debugging-pipe`: Chromium reads commands
 //! on its file descriptor 3 and writes answers and events on 4, each a JSON
 //! object ended by a NUL byte. No WebSocket, no port.
+//!
+//! Written by hand, in about 250 lines, because the few commands it sends
+//! (navigate, evaluate, screenshot, console) do not pay for a DevTools
+//! crate: `chromiumoxide` 0.7 with its tokio runtime alone brings 53 crates
+//! xtask does not build today (`cargo tree`, December 2026), one of them
+//! `chromiumoxide_cdp`, 99k lines of generated protocol types, the size of
+//! k8s-openapi (122k lines), which is the slowest crate of a step's first
+//! build (book: Performance, "The first build").
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
