@@ -55,6 +55,7 @@ async fn passes_its_check(step: u8) {
         kubeconfig: cp.kubeconfig_path().to_path_buf(),
         client,
         echo: true,
+        keep: false,
     };
     let report = testcluster::steps::check(step, &target)
         .await

@@ -29,6 +29,7 @@ async fn fails_as_handed_out(step: u8, program: &str) {
         kubeconfig: cp.kubeconfig_path().to_path_buf(),
         client,
         echo: true,
+        keep: false,
     };
     let report = testcluster::steps::check(step, &target)
         .await
@@ -152,6 +153,7 @@ async fn every_starter_finished_with_the_references_code_passes_its_check() {
             kubeconfig: cp.kubeconfig_path().to_path_buf(),
             client: client.clone(),
             echo: false,
+            keep: false,
         };
         async move {
             testcluster::steps::check(*step, &target)

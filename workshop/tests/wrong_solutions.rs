@@ -166,6 +166,7 @@ async fn every_wrong_solution_fails_its_steps_check_on_the_behaviour_it_breaks()
             kubeconfig: cp.kubeconfig_path().to_path_buf(),
             client: client.clone(),
             echo: false,
+            keep: false,
         };
         async move {
             testcluster::steps::check(w.step, &target)

@@ -36,6 +36,11 @@ pub struct CheckArgs {
     /// Print everything the program prints, as it prints it.
     #[arg(long, short)]
     verbose: bool,
+    /// Keep the namespaces the check creates, to look at what the program
+    /// did there (`kubectl get foos,deployments,events -n NAMESPACE`);
+    /// without it they are deleted when the check ends.
+    #[arg(long)]
+    keep: bool,
 }
 
 /// Runs `cargo xtask check`; exit 0 only when every behaviour passed.
@@ -80,6 +85,7 @@ pub async fn check(args: CheckArgs) -> Result<ExitCode> {
         kubeconfig,
         client,
         echo: args.verbose,
+        keep: args.keep,
     };
     let report = testcluster::steps::check(step, &target).await?;
     println!("{report}");

@@ -79,6 +79,7 @@ pub async fn prepare() -> Result<()> {
         kubeconfig: cp.kubeconfig_path().to_path_buf(),
         client,
         echo: false,
+        keep: false,
     };
     let report = testcluster::steps::check(2, &target).await?;
     println!("{report}");

@@ -26,7 +26,8 @@ use anyhow::{Context as _, Result};
 use futures::future::join_all;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::events::v1::Event;
-use kube::api::{Api, Patch, PatchParams, PostParams};
+use k8s_openapi::api::core::v1::Namespace;
+use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
 use sample_controller::Foo;
 use serde_json::json;
@@ -47,6 +48,10 @@ pub struct Target {
     pub client: Client,
     /// Echo the program's output (`[step-N] line`) as it is read.
     pub echo: bool,
+    /// Keep the namespaces the check creates, to look at what the program
+    /// did (`--keep`); otherwise they are deleted when it ends, passed or
+    /// failed.
+    pub keep: bool,
 }
 
 /// One behaviour a step must show, and where the book explains it.
@@ -91,10 +96,12 @@ pub struct Report {
     pub step: u8,
     /// One per behaviour.
     pub lines: Vec<Line>,
-    /// The namespaces the check created: deleted when every behaviour
-    /// passed, left in place otherwise (what the program did is still there
-    /// to look at) and named at the end of the report.
+    /// The namespaces the check created: deleted when it ended, unless
+    /// [`Target::keep`] asked to keep them (then named at the end of the
+    /// report).
     pub namespaces: Vec<String>,
+    /// Whether the namespaces were kept.
+    pub kept: bool,
 }
 
 impl Report {
@@ -146,12 +153,18 @@ impl fmt::Display for Report {
             .iter()
             .filter(|l| l.outcome == Outcome::Passed)
             .count();
-        if !self.passed() && !self.namespaces.is_empty() {
+        if self.kept && !self.namespaces.is_empty() {
             writeln!(
                 f,
                 "  kept for you to look at: {} (kubectl get foos,deployments,events -n NAMESPACE; \
                  kubectl delete namespace NAMESPACE when done)",
                 self.namespaces.join(", ")
+            )?;
+        } else if !self.passed() && !self.namespaces.is_empty() {
+            writeln!(
+                f,
+                "  its namespaces are deleted; run the check with --keep to look at what the \
+                 program did there"
             )?;
         }
         write!(
@@ -189,8 +202,10 @@ impl CheckScenario {
 /// [`crate::steps::check`] finds them), against `target`. The scenarios run
 /// at once, each in a namespace of its own. An `Err` means the check could
 /// not run (the CRD missing); a failing program is a failing [`Report`].
-/// When every behaviour passed, the namespaces it created are deleted;
-/// otherwise the report names them.
+/// First it deletes what earlier checks from this machine left behind (their
+/// process gone, their namespaces not kept: [`sweep`]); at the end it
+/// deletes the namespaces it created, unless [`Target::keep`] says to keep
+/// them.
 pub async fn check_scenarios(
     step: u8,
     scenarios: &'static [CheckScenario],
@@ -201,6 +216,7 @@ pub async fn check_scenarios(
         .await
         .context("reading the Foo CRD")?
         .context("the Foo CRD is not installed: kubectl apply -f manifests/crd.yaml")?;
+    sweep(&target.client).await?;
     let runs = scenarios
         .iter()
         .map(|scenario| run(target, scenario.behaviours, scenario.run));
@@ -211,24 +227,76 @@ pub async fn check_scenarios(
             (lines, namespaces)
         })
         .await;
-    let report = Report {
+    let api = Api::<Namespace>::all(target.client.clone());
+    for ns in &namespaces {
+        if target.keep {
+            let kept = json!({"metadata": {"labels": {KEPT_LABEL: "true"}}});
+            api.patch(ns, &PatchParams::default(), &Patch::Merge(&kept))
+                .await
+                .with_context(|| format!("labelling namespace {ns} as kept"))?;
+        } else {
+            delete_namespace(&api, ns).await?;
+        }
+    }
+    Ok(Report {
         step,
         lines,
         namespaces,
-    };
-    if report.passed() {
-        let api = Api::<k8s_openapi::api::core::v1::Namespace>::all(target.client.clone());
-        for ns in &report.namespaces {
-            match api.delete(ns, &Default::default()).await {
-                Ok(_) => {}
-                Err(kube::Error::Api(s)) if s.code == 404 => {}
-                Err(err) => {
-                    return Err(err).with_context(|| format!("deleting namespace {ns}"));
-                }
-            }
+        kept: target.keep,
+    })
+}
+
+/// The label every namespace a check creates carries: the machine and the
+/// process that created it (`HOST.PID`), for the next check's [`sweep`].
+const CHECK_LABEL: &str = "checks.sample-controller-rs.dev/by";
+/// The label of a namespace kept on purpose (`--keep`): never swept.
+const KEPT_LABEL: &str = "checks.sample-controller-rs.dev/kept";
+
+/// This machine and process, as [`CHECK_LABEL`] has them.
+fn creator() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    let host: String = host
+        .trim()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '-' })
+        .take(50)
+        .collect();
+    format!("{}.{}", host.trim_matches('-'), std::process::id())
+}
+
+/// Deletes the namespaces earlier checks on this machine created and left
+/// behind (a check killed before its end), never one kept on purpose, one
+/// another machine's check created (a workshop may share a cluster), or one
+/// whose check still runs.
+async fn sweep(client: &Client) -> Result<()> {
+    let api = Api::<Namespace>::all(client.clone());
+    let mine = creator();
+    let (host, _) = mine.rsplit_once('.').unwrap_or_default();
+    let left = api
+        .list(&ListParams::default().labels(&format!("{CHECK_LABEL},!{KEPT_LABEL}")))
+        .await
+        .context("listing the namespaces of earlier checks")?;
+    for ns in left {
+        let by = ns.labels().get(CHECK_LABEL).cloned().unwrap_or_default();
+        let gone = by
+            .rsplit_once('.')
+            .filter(|(h, _)| *h == host)
+            .and_then(|(_, pid)| pid.parse::<u32>().ok())
+            .is_some_and(|pid| !crate::process::pid_exists(pid));
+        if gone {
+            delete_namespace(&api, &ns.name_any()).await?;
         }
     }
-    Ok(report)
+    Ok(())
+}
+
+/// Deletes a namespace; one already gone is fine.
+async fn delete_namespace(api: &Api<Namespace>, ns: &str) -> Result<()> {
+    match api.delete(ns, &Default::default()).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
+        Err(err) => Err(err).with_context(|| format!("deleting namespace {ns}")),
+    }
 }
 
 tokio::task_local! {
@@ -303,9 +371,18 @@ async fn namespace(client: &Client, prefix: &str) -> Checked<String> {
         std::process::id(),
         N.fetch_add(1, Ordering::SeqCst)
     );
-    crate::create_namespace(client, &name)
+    let namespace = Namespace {
+        metadata: kube::api::ObjectMeta {
+            name: Some(name.clone()),
+            labels: Some([(CHECK_LABEL.to_string(), creator())].into()),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    Api::<Namespace>::all(client.clone())
+        .create(&Default::default(), &namespace)
         .await
-        .map_err(|e| failure("a namespace for the check", format!("{e:#}")))?;
+        .map_err(|e| failure("a namespace for the check", format!("creating {name}: {e}")))?;
     // Outside a check (a unit test calling a scenario helper) nothing records it.
     let _ = CREATED.try_with(|created| {
         if let Ok(mut created) = created.lock() {
@@ -531,11 +608,21 @@ mod tests {
                 },
             ],
             namespaces: vec!["check-step5-1-0".into()],
+            kept: false,
         };
         assert!(!report.passed());
         assert!(
             report
                 .to_string()
+                .contains("its namespaces are deleted; run the check with --keep"),
+            "{report}"
+        );
+        let kept = Report {
+            kept: true,
+            ..report.clone()
+        };
+        assert!(
+            kept.to_string()
                 .contains("kept for you to look at: check-step5-1-0 (")
         );
         assert_eq!(
