@@ -19,7 +19,13 @@ fn host() -> String {
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
     host.trim()
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '-' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '-'
+            }
+        })
         .take(50)
         .collect::<String>()
         .trim_matches('-')
@@ -38,7 +44,9 @@ fn dead_pid() -> u32 {
 
 #[tokio::test]
 async fn a_check_sweeps_only_what_dead_checks_on_this_machine_left() {
-    let cp = ControlPlane::start(Options::api_server_only()).await.unwrap();
+    let cp = ControlPlane::start(Options::api_server_only())
+        .await
+        .unwrap();
     let client = cp.client().await.unwrap();
     testcluster::install_crd(
         &client,
@@ -49,14 +57,26 @@ async fn a_check_sweeps_only_what_dead_checks_on_this_machine_left() {
     let namespaces: Api<Namespace> = Api::all(client.clone());
     let (here, dead, alive) = (host(), dead_pid(), std::process::id());
     let cases = [
-        ("left-by-a-dead-check", vec![(BY, format!("{here}.{dead}"))], true),
+        (
+            "left-by-a-dead-check",
+            vec![(BY, format!("{here}.{dead}"))],
+            true,
+        ),
         (
             "kept-on-purpose",
             vec![(BY, format!("{here}.{dead}")), (KEPT, "true".into())],
             false,
         ),
-        ("of-a-running-check", vec![(BY, format!("{here}.{alive}"))], false),
-        ("of-another-machine", vec![(BY, format!("elsewhere.{dead}"))], false),
+        (
+            "of-a-running-check",
+            vec![(BY, format!("{here}.{alive}"))],
+            false,
+        ),
+        (
+            "of-another-machine",
+            vec![(BY, format!("elsewhere.{dead}"))],
+            false,
+        ),
         ("a-users-own", vec![], false),
     ];
     for (name, labels, _) in &cases {
@@ -72,7 +92,10 @@ async fn a_check_sweeps_only_what_dead_checks_on_this_machine_left() {
             },
             ..Default::default()
         };
-        namespaces.create(&PostParams::default(), &ns).await.unwrap();
+        namespaces
+            .create(&PostParams::default(), &ns)
+            .await
+            .unwrap();
     }
 
     // A check with no scenario: what it does before and after them.

@@ -25,8 +25,8 @@ use std::time::Duration;
 use anyhow::{Context as _, Result};
 use futures::future::join_all;
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
 use sample_controller::Foo;
@@ -258,7 +258,13 @@ fn creator() -> String {
     let host: String = host
         .trim()
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '-' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '-'
+            }
+        })
         .take(50)
         .collect();
     format!("{}.{}", host.trim_matches('-'), std::process::id())
