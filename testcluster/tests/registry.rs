@@ -35,6 +35,28 @@ fn the_registry_has_one_step_per_folder_in_steps() {
     assert_eq!(numbers, folders, "one step per steps/step-N/step.toml");
 }
 
+#[test]
+fn every_check_is_its_steps_check_rs_declared_in_checks_mod_rs() {
+    let declared = read("testcluster/src/checks/mod.rs");
+    for step in STEPS {
+        let n = step.number;
+        let file = format!("steps/step-{n}/check.rs");
+        let declaration = format!("#[path = \"../../../{file}\"]\npub(crate) mod step{n};");
+        let has_check = !step.check.is_empty();
+        assert_eq!(
+            root().join(&file).is_file(),
+            has_check,
+            "steps/step-{n}/step.toml says check = {has_check}: {file} must exist exactly then"
+        );
+        assert_eq!(
+            declared.contains(&declaration),
+            has_check,
+            "testcluster/src/checks/mod.rs must declare {file} as module step{n} exactly when \
+             step {n} has a check:\n{declaration}"
+        );
+    }
+}
+
 /// A Cargo.toml, parsed.
 fn manifest(path: &str) -> toml::Table {
     toml::from_str(&read(path)).unwrap_or_else(|e| panic!("{path}: {e}"))

@@ -1,7 +1,7 @@
-//! The checks have teeth: every wrong solution in `workshop/wrong/` (a
-//! reference step with one behaviour broken, kept as a patch, each a mistake
-//! a learner plausibly makes) fails its step's check, on the behaviour its
-//! `Expect:` line names.
+//! The checks have teeth: every wrong solution in a step's folder,
+//! `steps/step-N/wrong/WHAT.patch` (a reference step with one behaviour
+//! broken, kept as a patch, each a mistake a learner plausibly makes), fails
+//! its step's check, on the behaviour its `Expect:` line names.
 //!
 //! The patches are applied, one at a time, to a copy of the repository in
 //! `target/wrong-solutions/src` whose step binaries are renamed
@@ -25,7 +25,8 @@ use copy::{copy_of_the_repository, target_dir, workspace};
 
 /// One wrong solution.
 struct Wrong {
-    /// The patch's file name without `.patch`: `step-8-status-every-sync`.
+    /// The step and the patch's file name without `.patch`:
+    /// `step-8-status-every-sync` for `steps/step-8/wrong/status-every-sync.patch`.
     name: String,
     /// The step it breaks.
     step: u8,
@@ -35,23 +36,22 @@ struct Wrong {
 }
 
 fn wrong_solutions() -> Vec<Wrong> {
-    let dir = workspace().join("workshop/wrong");
-    let mut all: Vec<Wrong> = std::fs::read_dir(&dir)
-        .expect("workshop/wrong")
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "patch"))
-        .map(|patch| {
-            let name = patch
+    let mut all = Vec::new();
+    for step in testcluster::steps::STEPS {
+        let dir = workspace().join(format!("steps/step-{}/wrong", step.number));
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue; // no wrong solution for this step
+        };
+        let patches = entries
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|e| e == "patch"));
+        for patch in patches {
+            let what = patch
                 .file_stem()
                 .and_then(|s| s.to_str())
-                .expect("a file name")
-                .to_string();
-            let step = name
-                .strip_prefix("step-")
-                .and_then(|rest| rest.split('-').next())
-                .and_then(|n| n.parse().ok())
-                .unwrap_or_else(|| panic!("{name}: named step-N-…"));
+                .expect("a file name");
+            let name = format!("step-{}-{what}", step.number);
             let text = std::fs::read_to_string(&patch).expect("read the patch");
             let expect = text
                 .lines()
@@ -59,17 +59,17 @@ fn wrong_solutions() -> Vec<Wrong> {
                 .unwrap_or_else(|| panic!("{name}: no `Expect: step-N FAIL …` line"))
                 .to_string();
             assert!(
-                expect.starts_with(&format!("step-{step} FAIL ")),
+                expect.starts_with(&format!("step-{} FAIL ", step.number)),
                 "{name}: {expect}"
             );
-            Wrong {
+            all.push(Wrong {
                 name,
-                step,
+                step: step.number,
                 expect,
                 patch,
-            }
-        })
-        .collect();
+            });
+        }
+    }
     all.sort_by(|a, b| a.name.cmp(&b.name));
     all
 }
@@ -224,6 +224,6 @@ fn the_workshop_page_lists_every_wrong_solution_by_its_expected_line() {
     listed.sort();
     assert_eq!(
         listed, expected,
-        "book/src/workshop.md's table of mistakes and workshop/wrong/*.patch's Expect: lines differ"
+        "book/src/workshop.md's table of mistakes and steps/step-N/wrong/*.patch's Expect: lines differ"
     );
 }

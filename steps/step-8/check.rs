@@ -1,5 +1,9 @@
 //! Step 8 (the kube-rs way): the behaviours its check reports, and the
 //! scenarios that show them.
+//!
+//! Part of the checker, compiled into testcluster (`checks::step8`, declared
+//! in testcluster/src/checks/mod.rs); `cargo xtask check step-8` runs it
+//! against a starter or, with `--reference`, this step.
 
 use futures::StreamExt;
 

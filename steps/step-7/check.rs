@@ -1,5 +1,9 @@
 //! Step 7 (Go's whole program): the behaviours its check reports, and the
 //! scenarios that show them.
+//!
+//! Part of the checker, compiled into testcluster (`checks::step7`, declared
+//! in testcluster/src/checks/mod.rs); `cargo xtask check step-7` runs it
+//! against a starter or, with `--reference`, this step.
 
 use super::cluster::*;
 use super::*;

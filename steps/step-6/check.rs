@@ -1,5 +1,9 @@
 //! Step 6 (the status): the behaviours its check reports, and the
 //! scenarios that show them.
+//!
+//! Part of the checker, compiled into testcluster (`checks::step6`, declared
+//! in testcluster/src/checks/mod.rs); `cargo xtask check step-6` runs it
+//! against a starter or, with `--reference`, this step.
 
 use super::cluster::*;
 use super::*;
