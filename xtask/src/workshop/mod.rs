@@ -571,7 +571,6 @@ mod tests {
         }
     }
 
-    /// A step file, a spec over it, and a change to the step.
     /// A temporary tree holding `step` as `steps/step-9.rs`, removed when dropped.
     fn scratch(step: &str) -> tempfile::TempDir {
         let dir = tempfile::tempdir().unwrap();
@@ -581,6 +580,7 @@ mod tests {
         dir
     }
 
+    /// A step file, a spec over it, and a change to the step.
     const STEP: &str = "//! Step 9 — the reference.\n\
         //!\n//! Its own header.\n\n\
         use std::sync::Arc;\n\n\
