@@ -62,7 +62,7 @@ static VARYING: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
         // Process IDs.
         (r"\b(pid|PID)[ =]\d+", "$1 <pid>"),
         // A test control plane's directory, and the namespaces a check creates.
-        (r"/tmp/sample-controller-rs-\d+-[0-9a-f]+/", "<tmp>/"),
+        (r"/tmp/sample-controller-rs-\d+-[0-9A-Za-z]+/", "<tmp>/"),
         (r"\bcheck-([a-z0-9]+)-\d+-\d+\b", "check-$1-<n>"),
         // A panicking thread's ID.
         (r"thread '([^']*)' \(\d+\)", "thread '$1' (<tid>)"),
@@ -272,6 +272,9 @@ mod tests {
         let a = "happened: meanwhile there is no Deployment check-step5-26715-0/web-nginx; in /tmp/sample-controller-rs-3006-94483740/kubeconfig";
         let b = "happened: meanwhile there is no Deployment check-step5-1-0/web-nginx; in /tmp/sample-controller-rs-77-0a/kubeconfig";
         assert_eq!(shape("x.txt", a), shape("x.txt", b));
+        // tempfile's suffix: letters of both cases.
+        let c = "happened: meanwhile there is no Deployment check-step5-1-0/web-nginx; in /tmp/sample-controller-rs-77-zGvQX2/kubeconfig";
+        assert_eq!(shape("x.txt", a), shape("x.txt", c));
         assert_eq!(
             shape(
                 "x.txt",
