@@ -138,12 +138,17 @@ impl Record<'_> {
     }
 
     /// Whether it is a span's opening (`new`) or closing (`close`), as the
-    /// format writes them: a message and nothing else of its own.
+    /// format writes them: a message and nothing else of its own, and a
+    /// `span` that is not among the `spans` around it (an event logged
+    /// inside a span has that span last in `spans`, whatever it says).
     fn span_event(&self) -> Option<&str> {
         let own = self.own_fields();
         let only_timings = own.iter().all(|f| matches!(*f, "time.busy" | "time.idle"));
+        let span = self.fields.get("span");
+        let around = self.fields.get("spans").and_then(Value::as_array);
+        let outside = span.is_some() && around.and_then(|a| a.last()) != span;
         let message = self.fields.get("message").and_then(Value::as_str);
-        message.filter(|m| matches!(*m, "new" | "close") && only_timings)
+        message.filter(|m| matches!(*m, "new" | "close") && only_timings && outside)
     }
 }
 
@@ -743,6 +748,19 @@ mod tests {
                 line(serde_json::json!({"lane": "queue", "what": "forget", "key": "ns/a"})),
             ]
         );
+    }
+
+    #[test]
+    fn an_event_that_says_new_or_close_is_not_a_span_opening_or_closing() {
+        let lines = traced(|| {
+            let sync = sync_span("a");
+            let _in = sync.enter();
+            tracing::info!("close");
+            tracing::info!("new");
+        });
+        let ends = lines.iter().filter(|l| l["what"] == "end").count();
+        let starts = lines.iter().filter(|l| l["what"] == "start").count();
+        assert_eq!((starts, ends), (1, 1), "{lines:?}");
     }
 
     #[test]
