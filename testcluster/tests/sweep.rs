@@ -11,25 +11,13 @@ use kube::api::{Api, PostParams};
 use testcluster::checks::{self, Target};
 use testcluster::{ControlPlane, Options};
 
-const BY: &str = "checks.sample-controller-rs.dev/by";
-const KEPT: &str = "checks.sample-controller-rs.dev/kept";
+use checks::{CHECK_LABEL as BY, KEPT_LABEL as KEPT};
 
 /// This machine's name as the checks label it.
 fn host() -> String {
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
-    host.trim()
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' {
-                c
-            } else {
-                '-'
-            }
-        })
-        .take(50)
-        .collect::<String>()
-        .trim_matches('-')
-        .to_string()
+    let mine = checks::creator();
+    let (host, _pid) = mine.rsplit_once('.').expect("HOST.PID");
+    host.to_string()
 }
 
 /// A pid no process has: past the kernel's maximum.

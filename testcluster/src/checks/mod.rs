@@ -248,12 +248,12 @@ pub async fn check_scenarios(
 
 /// The label every namespace a check creates carries: the machine and the
 /// process that created it (`HOST.PID`), for the next check's [`sweep`].
-const CHECK_LABEL: &str = "checks.sample-controller-rs.dev/by";
+pub const CHECK_LABEL: &str = "checks.sample-controller-rs.dev/by";
 /// The label of a namespace kept on purpose (`--keep`): never swept.
-const KEPT_LABEL: &str = "checks.sample-controller-rs.dev/kept";
+pub const KEPT_LABEL: &str = "checks.sample-controller-rs.dev/kept";
 
 /// This machine and process, as [`CHECK_LABEL`] has them.
-fn creator() -> String {
+pub fn creator() -> String {
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
     let host: String = host
         .trim()
