@@ -2,8 +2,10 @@
 //!
 //! - from `versions.toml` at the repository root, the constants of
 //!   `src/binaries.rs`: the one place each version is written;
-//! - from every `steps/step-N/step.toml`, the step registry of
-//!   `src/steps.rs`: a step is known because its folder exists.
+//! - from every `steps/step-N/` folder, the step registry of `src/steps.rs`
+//!   (its `step.toml`, and whether it has a `check.rs` and a `starter.rs`),
+//!   and the declarations that make each `check.rs` module `checks::stepN`:
+//!   a step is known because its folder exists.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -81,10 +83,18 @@ struct StepToml {
     go: String,
     chapter: String,
     permissions: String,
-    starter: bool,
-    check: bool,
     captures: Vec<String>,
-    flow: bool,
+    /// What its flow recording must show; none: it has no recording.
+    #[serde(default)]
+    flow: Vec<Shows>,
+}
+
+/// A line a step's flow recording must show.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Shows {
+    shape: String,
+    shows: String,
 }
 
 /// A step folder's Cargo.toml: the package's name and its binaries.
@@ -106,14 +116,25 @@ struct Bin {
     path: String,
 }
 
+/// What build.rs read of one step folder.
+struct Found {
+    package: String,
+    source: String,
+    step: StepToml,
+    /// `check.rs`, if the folder has one (absolute).
+    check: Option<String>,
+    /// Whether the folder has a `starter.rs` (xtask's workshop spec).
+    starter: bool,
+}
+
 /// `steps/step-N/step.toml` for every N, with the package and main file
-/// of `steps/step-N/Cargo.toml`, as `STEPS` in `OUT_DIR/steps.rs`.
+/// of `steps/step-N/Cargo.toml`, as `STEPS` in `OUT_DIR/steps.rs`; each
+/// `check.rs` as a module of `checks` in `OUT_DIR/checks.rs`.
 fn registry() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let steps = root.join("steps");
     println!("cargo::rerun-if-changed={}", steps.display());
-    // Per number: the package, its main file, the step.toml.
-    let mut found: BTreeMap<u8, (String, String, StepToml)> = BTreeMap::new();
+    let mut found: BTreeMap<u8, Found> = BTreeMap::new();
     let entries = std::fs::read_dir(&steps)
         .unwrap_or_else(|err| panic!("reading {}: {err}", steps.display()));
     for entry in entries {
@@ -156,38 +177,76 @@ fn registry() {
             .find(|bin| bin.name == name)
             .unwrap_or_else(|| panic!("{}: no [[bin]] named {name}", manifest_path.display()));
         let source = format!("steps/{name}/{}", bin.path);
-        found.insert(number, (manifest.package.name, source, step));
+        let check = folder.join("check.rs");
+        let check = check.is_file().then(|| {
+            let path = check.canonicalize().expect("check.rs has a path");
+            path.to_str().expect("a UTF-8 path").to_string()
+        });
+        let starter = folder.join("starter.rs").is_file();
+        found.insert(
+            number,
+            Found {
+                package: manifest.package.name,
+                source,
+                step,
+                check,
+                starter,
+            },
+        );
     }
     let mut out = String::from(
         "/// Every step, in order: one per `steps/step-N/step.toml`.\npub const STEPS: &[Step] = &[\n",
     );
-    for (number, (package, source, step)) in &found {
-        let starter = if step.starter {
+    for (number, found) in &found {
+        let Found {
+            package,
+            source,
+            step,
+            ..
+        } = found;
+        let starter = if found.starter {
             format!(
                 "Some(Starter {{ file: \"workshop/step-{number}.rs\", binary: \"workshop-step-{number}\" }})"
             )
         } else {
             "None".into()
         };
-        let check = if step.check {
+        let check = if found.check.is_some() {
             format!("checks::step{number}::SCENARIOS")
         } else {
             "&[]".into()
         };
-        let flow = if step.flow {
-            format!("Some(\"step-{number}\")")
-        } else {
+        let flow = if step.flow.is_empty() {
             "None".into()
+        } else {
+            format!("Some(\"step-{number}\")")
         };
+        let shows: Vec<(&str, &str)> = step
+            .flow
+            .iter()
+            .map(|line| (line.shape.as_str(), line.shows.as_str()))
+            .collect();
         out.push_str(&format!(
             "    Step {{\n        number: {number},\n        binary: \"step-{number}\",\n        \
              title: {:?},\n        go: {:?},\n        package: {package:?},\n        source: {source:?},\n        \
              chapter: {:?},\n        permissions: rbac::{},\n        starter: {starter},\n        \
-             check: {check},\n        captures: &{:?},\n        flow: {flow},\n    }},\n",
+             check: {check},\n        captures: &{:?},\n        flow: {flow},\n        \
+             flow_shows: &{shows:?},\n    }},\n",
             step.title, step.go, step.chapter, step.permissions, step.captures,
         ));
     }
     out.push_str("];\n");
-    let dest = Path::new(&std::env::var("OUT_DIR").expect("OUT_DIR")).join("steps.rs");
-    std::fs::write(&dest, out).expect("writing steps.rs");
+    let out_dir = std::env::var("OUT_DIR").expect("OUT_DIR");
+    std::fs::write(Path::new(&out_dir).join("steps.rs"), out).expect("writing steps.rs");
+
+    let mut checks = String::new();
+    for (number, found) in &found {
+        if let Some(path) = &found.check {
+            checks.push_str(&format!(
+                "/// Step {number}'s check: `steps/step-{number}/check.rs`.\n\
+                 #[path = {path:?}]\npub(crate) mod step{number};\n"
+            ));
+        }
+    }
+    std::fs::write(Path::new(&out_dir).join("checks.rs"), checks).expect("writing checks.rs");
 }

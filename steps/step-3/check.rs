@@ -2,7 +2,7 @@
 //! scenarios that show them.
 //!
 //! Part of the checker, compiled into testcluster (`checks::step3`, declared
-//! in testcluster/src/checks/mod.rs); `cargo xtask check step-3` runs it
+//! by testcluster/build.rs because this file exists); `cargo xtask check step-3` runs it
 //! against a starter or, with `--reference`, this step.
 
 use super::cluster::*;

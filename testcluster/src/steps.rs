@@ -47,6 +47,10 @@ pub struct Step {
     /// book/src/outputs/flow/NAME.jsonl), written by the run of its first
     /// capture; `None` for a step with no queue to show (steps 1 and 2).
     pub flow: Option<&'static str>,
+    /// What that recording must show: a line of each shape
+    /// (`xtask/src/book/recordings.rs` `shape`) and what the chapter calls
+    /// it. A scenario that no longer makes one happen fails the recording.
+    pub flow_shows: &'static [(&'static str, &'static str)],
 }
 
 /// A workshop starter: the step with its layer left as gaps.

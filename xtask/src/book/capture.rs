@@ -145,44 +145,38 @@ pub(super) async fn outputs(only: &[String], check: bool) -> Result<()> {
     if wanted("watch-list.txt") {
         write(&out, "watch-list.txt", &env, watch_list(&env, &cp).await?)?;
     }
-    if wanted("step-1.txt") {
-        write(&out, "step-1.txt", &env, step_1(&env).await?)?;
-    }
-    if wanted("step-2.txt") {
-        write(&out, "step-2.txt", &env, step_2(&env).await?)?;
-    }
-    if wanted("step-3.txt") {
-        write(&out, "step-3.txt", &env, step_3(&env).await?)?;
-    }
-    if wanted("step-4.txt") {
-        write(&out, "step-4.txt", &env, step_4(&env).await?)?;
-    }
-    if wanted("step-5.txt") {
-        write(&out, "step-5.txt", &env, step_5(&env).await?)?;
-    }
-    if wanted("step-6.txt") {
-        write(&out, "step-6.txt", &env, step_6(&env).await?)?;
-    }
-    if wanted("step-7.txt") || wanted("step-7-events.txt") {
-        let (step_7, events) = timed("step-7.txt", whole_controller(&env, "step-7")).await?;
-        write(&out, "step-7.txt", &env, step_7)?;
-        write(&out, "step-7-events.txt", &env, events)?;
-    }
-    if wanted("step-8.txt") || wanted("step-8-events.txt") {
-        let (step_8, events) = timed("step-8.txt", whole_controller(&env, "step-8")).await?;
-        write(&out, "step-8.txt", &env, step_8)?;
-        write(&out, "step-8-events.txt", &env, events)?;
-    }
-    // Each step's flow, as its run for its chapter's captures wrote it.
+    // Each step's chapter: its folder's capture scenario (capture.rs), then
+    // the flow its run logged, if its chapter replays one.
     for step in testcluster::steps::STEPS {
-        if let Some(name) = step.flow
-            && step.captures.iter().any(|c| wanted(c))
-        {
+        if !step.captures.iter().any(|c| wanted(c)) {
+            continue;
+        }
+        let scenario = STEP_CAPTURES
+            .iter()
+            .find(|(number, _)| *number == step.number)
+            .map(|(_, scenario)| scenario)
+            .with_context(|| {
+                format!(
+                    "step {} shows {} but steps/step-{}/ has no capture.rs",
+                    step.number,
+                    step.captures.join(", "),
+                    step.number
+                )
+            })?;
+        let captured = timed(step.captures[0], scenario(&env)).await?;
+        let written: Vec<&str> = captured.iter().map(|(name, _)| *name).collect();
+        ensure!(
+            written == step.captures,
+            "steps/step-{}/capture.rs wrote {written:?}, but its step.toml says its captures are {:?}",
+            step.number,
+            step.captures
+        );
+        for (name, lines) in captured {
+            write(&out, name, &env, lines)?;
+        }
+        if let Some(name) = step.flow {
             recordings::record(&out, name, &step_namespace(step.binary))?;
         }
-    }
-    if wanted("step-8-events.txt") {
-        events_follow_the_flow(&out)?;
     }
     if wanted("rbac-forbidden.txt") {
         let lines = rbac_forbidden(&env).await?;
@@ -365,46 +359,6 @@ impl Env {
         }
         Ok(noted)
     }
-}
-
-/// Checks what step 8's chapter says beside its Events against the same
-/// run's flow: `good`'s Synced count is the number of its reconciles that
-/// wrote something, and `blocked`'s Warning count the number of its refused
-/// reconciles. Both numbers vary with the timing (a rollout's status
-/// updates seen one by one or together; one more retry before the step
-/// stops), so the capture compares them by shape (fresh.rs) and this ties
-/// them to the run.
-fn events_follow_the_flow(out: &Path) -> Result<()> {
-    let read = |name: &str| {
-        std::fs::read_to_string(out.join(name)).with_context(|| format!("reading {name}"))
-    };
-    let events = read("step-8-events.txt")?;
-    let trace = read(&format!("{}/step-8.jsonl", recordings::DIR))?;
-    let ns = step_namespace("step-8");
-    let synced = recordings::events_counted(&events, "Normal", "Synced", "good");
-    let wrote = recordings::reconciles(&trace, &format!("{ns}/good"))?
-        .iter()
-        .filter(|r| r.wrote && r.ok)
-        .count();
-    ensure!(
-        synced == wrote,
-        "step-8-events.txt counts {synced} Synced for good, but {wrote} of good's reconciles in \
-         flow/step-8.jsonl wrote something: the chapter says each of those, and only those, records one"
-    );
-    let warned = recordings::events_counted(&events, "Warning", "ErrResourceExists", "blocked");
-    let refused = recordings::reconciles(&trace, &format!("{ns}/blocked"))?
-        .iter()
-        .filter(|r| !r.ok)
-        .count();
-    ensure!(
-        warned == refused,
-        "step-8-events.txt counts {warned} ErrResourceExists for blocked, but {refused} of blocked's \
-         reconciles in flow/step-8.jsonl failed: the chapter says the Warning counts every refused attempt"
-    );
-    println!(
-        "    step-8-events.txt: good's {synced} Synced are its reconciles that wrote, blocked's {warned} Warnings its refused ones (flow/step-8.jsonl)"
-    );
-    Ok(())
 }
 
 /// Writes a transcript with what varies between runs normalised: log
@@ -922,38 +876,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_capture_the_registry_names_has_its_scenario_here() {
+    fn every_capture_has_its_scenario() {
         let source = include_str!("capture.rs");
-        for name in output_files() {
+        for name in OTHER_OUTPUT_FILES {
             assert!(
                 source.contains(&format!("wanted(\"{name}\")")),
-                "{name} is a capture (the step registry or OTHER_OUTPUT_FILES) but `outputs` never writes it"
+                "{name} is in OTHER_OUTPUT_FILES but `outputs` never writes it"
             );
         }
-    }
-
-    #[test]
-    fn step_8s_committed_events_count_what_its_committed_flow_shows() {
-        let committed = crate::repo_root().join("book/src/outputs");
-        events_follow_the_flow(&committed).unwrap();
-        // The same Events beside the flow without good's writes.
-        let tmp = tempfile::tempdir().unwrap();
-        let dir = tmp.path().to_path_buf();
-        std::fs::create_dir_all(dir.join(recordings::DIR)).unwrap();
-        std::fs::copy(
-            committed.join("step-8-events.txt"),
-            dir.join("step-8-events.txt"),
-        )
-        .unwrap();
-        let flow = std::fs::read_to_string(committed.join("flow/step-8.jsonl")).unwrap();
-        let good = format!("\"key\":\"{}/good\"", step_namespace("step-8"));
-        let written = |l: &&str| {
-            l.contains(&good) && l.contains("\"lane\":\"api\"") && !l.contains("\"events\"")
-        };
-        assert!(flow.lines().any(|l| written(&l)), "good wrote nothing");
-        let unwritten: Vec<&str> = flow.lines().filter(|l| !written(l)).collect();
-        std::fs::write(dir.join("flow/step-8.jsonl"), unwritten.join("\n")).unwrap();
-        let error = events_follow_the_flow(&dir).unwrap_err().to_string();
-        assert!(error.contains("Synced for good, but"), "{error}");
+        for step in testcluster::steps::STEPS {
+            assert!(
+                STEP_CAPTURES.iter().any(|(n, _)| *n == step.number),
+                "step {} shows {:?} but steps/step-{}/ has no capture.rs",
+                step.number,
+                step.captures,
+                step.number
+            );
+        }
     }
 }

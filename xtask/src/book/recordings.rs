@@ -6,7 +6,7 @@
 //! `cargo xtask book outputs` runs each step with the variable pointing at
 //! `target/flow-captures/NAMESPACE.log.jsonl` ([`log_path`]) and writes the
 //! flow of that log to `book/src/outputs/flow/NAME.jsonl` ([`record`]) once it shows
-//! what the chapter says it shows ([`SHOWS`]). With `--check`, a new
+//! what the chapter says it shows (its step.toml's `[[flow]]`). With `--check`, a new
 //! recording is compared with the committed one by shape ([`differences`]),
 //! as the captures are (fresh.rs).
 
@@ -30,77 +30,6 @@ pub(super) fn log_path(ns: &str) -> PathBuf {
         .join("target/flow-captures")
         .join(format!("{ns}.log.jsonl"))
 }
-
-/// What each recording must show, as (shape, what its chapter says it
-/// shows): a line of that shape must be in it ([`shape`]). A scenario that
-/// no longer makes it happen fails the recording, not the reader.
-const SHOWS: &[(&str, &str, &str)] = &[
-    (
-        "step-3",
-        "watch resync foos book-step3/watched",
-        "the resync replaying the Foo",
-    ),
-    (
-        "step-3",
-        "handler ignore deployments book-step3/unowned reason=no controller owner reference",
-        "the foreign Deployment ignored",
-    ),
-    (
-        "step-4",
-        "queue requeue book-step4/flaky",
-        "the failed sync requeued",
-    ),
-    (
-        "step-4",
-        "worker end book-step4/flaky outcome=error",
-        "a failed sync",
-    ),
-    (
-        "step-5",
-        "api create POST deployments code=201",
-        "the Deployment created",
-    ),
-    (
-        "step-5",
-        "worker end book-step5/squatter outcome=error",
-        "the refusal",
-    ),
-    (
-        "step-5",
-        "queue requeue book-step5/squatter",
-        "the refused Foo backing off",
-    ),
-    (
-        "step-6",
-        "api replace_status PUT foos/status code=200",
-        "the status written",
-    ),
-    (
-        "step-7",
-        "watch resync foos book-step7/good",
-        "the 30 s resync",
-    ),
-    (
-        "step-7",
-        "event Normal book-step7/good reason=Synced",
-        "the Synced Event",
-    ),
-    (
-        "step-8",
-        "note queue",
-        "what kube's scheduler does not show",
-    ),
-    (
-        "step-8",
-        "handler ignore deployments book-step8/good-nginx reason=nothing a reconcile reads changed",
-        "a Deployment status change ignored",
-    ),
-    (
-        "step-8",
-        "queue requeue book-step8/blocked",
-        "the refused Foo backing off",
-    ),
-];
 
 /// A flow line with what varies between runs left out: its lane and `what`,
 /// the key it is about, and the fields that say what happened (resource,
@@ -188,12 +117,12 @@ const MAY_APPEAR: &[(&str, &str, &str)] = &[
     (
         "*",
         r"^worker end \S+ outcome=error$",
-        "a sync that fails on one of the races above; the failures a chapter shows are in SHOWS",
+        "a sync that fails on one of the races above; the failures a chapter shows are in its step.toml's [[flow]]",
     ),
     (
         "*",
         r"^queue requeue ",
-        "the retry after a failure; the ones a chapter shows are in SHOWS",
+        "the retry after a failure; the ones a chapter shows are in its step.toml's [[flow]]",
     ),
 ];
 
@@ -213,7 +142,7 @@ fn may_appear(name: &str, shape: &str) -> bool {
 }
 
 /// Writes the flow of the run in namespace `ns` to `out/flow/NAME.jsonl`,
-/// after checking that it shows what [`SHOWS`] lists for `name`.
+/// after checking that it shows what its step.toml's `[[flow]]` lists.
 pub(super) fn record(out: &Path, name: &str, ns: &str) -> Result<()> {
     let from = log_path(ns);
     let log = std::fs::read_to_string(&from)
@@ -221,10 +150,13 @@ pub(super) fn record(out: &Path, name: &str, ns: &str) -> Result<()> {
     let trace = testcluster::flow::from_log(&log);
     let lines = parse(name, &trace)?;
     let all: BTreeSet<String> = lines.iter().map(shape).collect();
-    let missing: Vec<String> = SHOWS
+    let shows = testcluster::steps::STEPS
         .iter()
-        .filter(|(recording, shape, _)| *recording == name && !all.contains(*shape))
-        .map(|(_, shape, what)| format!("{what} (a line `{shape}`)"))
+        .filter(|step| step.flow == Some(name))
+        .flat_map(|step| step.flow_shows);
+    let missing: Vec<String> = shows
+        .filter(|(shape, _)| !all.contains(*shape))
+        .map(|(shape, what)| format!("{what} (a line `{shape}`)"))
         .collect();
     ensure!(
         missing.is_empty(),
@@ -462,5 +394,22 @@ mod tests {
         let recorded = std::fs::read_to_string(dir.join("flow/step-4.jsonl")).unwrap();
         assert!(recorded.contains(r#""what":"requeue""#), "{recorded}");
         std::fs::remove_file(&log).unwrap();
+    }
+
+    #[test]
+    fn every_committed_recording_shows_what_its_step_toml_says() {
+        let dir = crate::repo_root().join("book/src/outputs").join(DIR);
+        for step in testcluster::steps::drawn() {
+            let name = step.flow.unwrap();
+            let trace = std::fs::read_to_string(dir.join(format!("{name}.jsonl"))).unwrap();
+            let all: BTreeSet<String> = parse(name, &trace).unwrap().iter().map(shape).collect();
+            assert!(!step.flow_shows.is_empty(), "{name} lists nothing it shows");
+            for (shape, what) in step.flow_shows {
+                assert!(
+                    all.contains(*shape),
+                    "{name} does not show {what}: `{shape}`"
+                );
+            }
+        }
     }
 }

@@ -1,5 +1,7 @@
-//! The captures of the step chapters: steps 1 to 8, the missing CRD, the
-//! protected group, the LIST and WATCH counts, RBAC refusing step 6.
+//! What the step chapters' captures share: the scenario steps 7 and 8 both
+//! run ([`whole_controller`]), and the chapters' captures that are not one
+//! step's run: the missing CRD, the protected group, the LIST and WATCH
+//! counts, RBAC refusing step 6.
 
 use std::time::Duration;
 
@@ -174,148 +176,12 @@ pub(in crate::book) async fn protected_group(env: &Env) -> Result<Vec<String>> {
     Ok(lines)
 }
 
-pub(in crate::book) async fn step_1(env: &Env) -> Result<Vec<String>> {
-    let ns = &step_namespace("step-1");
-    let before = env
-        .before(&[
-            create_namespace_command(ns),
-            format!("kubectl -n {ns} apply -f manifests/example-foo.yaml"),
-            foreign_deployment_command(ns, "plain-deployment"),
-            // Without it, whether the Pod is ready yet is a race.
-            format!("kubectl -n {ns} wait --for=condition=Available deployment/plain-deployment"),
-        ])
-        .await?;
-    let mut run = Run::start(env, "step-1", ns, &[])?;
-    run.transcript.splice(0..0, before);
-    run.wait().await
-}
-
-pub(in crate::book) async fn step_2(env: &Env) -> Result<Vec<String>> {
-    let ns = &step_namespace("step-2");
-    let before = env.before(&[create_namespace_command(ns)]).await?;
-    let mut run = Run::start(env, "step-2", ns, &[])?;
-    run.transcript.splice(0..0, before);
-    run.expect(&["Caches synced"]).await?;
-    run.drain_for(Duration::from_secs(1)).await;
-    create_foo(&mut run, env, ns, "later-foo", "later-foo", 3).await?;
-    run.expect(&["later-foo"]).await?;
-    create_foreign_deployment(&mut run, env, ns, "later-deployment").await?;
-    run.expect(&["later-deployment"]).await?;
-    run.drain_for(Duration::from_secs(4)).await;
-    run.terminate().await
-}
-
 /// The command line that creates `manifests/watched-nginx.yaml`'s Deployment,
 /// controlled by the Foo `watched` of `ns` (whose UID it fills in).
 pub(in crate::book) fn owned_deployment_command(ns: &str) -> String {
     format!(
         r#"sed "s/FOO_UID/$(kubectl -n {ns} get foo watched -o jsonpath='{{.metadata.uid}}')/" manifests/watched-nginx.yaml | kubectl -n {ns} create -f -   # controlled by Foo watched, as step 5 would create it"#
     )
-}
-
-pub(in crate::book) async fn step_3(env: &Env) -> Result<Vec<String>> {
-    let ns = &step_namespace("step-3");
-    let before = env.before(&[create_namespace_command(ns)]).await?;
-    let mut run = Run::start(env, "step-3", ns, &["--resync", "10"])?;
-    run.transcript.splice(0..0, before);
-    tokio::time::sleep(Duration::from_secs(2)).await; // let the watches start
-    create_foo(&mut run, env, ns, "watched", "watched-nginx", 1).await?;
-    run.expect(&["Foo added"]).await?;
-    patch_replicas(&mut run, env, ns, "foo", "watched", 2).await?;
-    run.expect(&["Foo updated"]).await?;
-    run.run(env, owned_deployment_command(ns)).await?;
-    run.expect(&["Deployment added"]).await?;
-    create_foreign_deployment(&mut run, env, ns, "unowned").await?;
-    run.expect(&["Deployment added", "unowned"]).await?;
-    run.note("sleep 10   # the resync period").await;
-    run.expect(&["same resourceVersion"]).await?;
-    run.drain_for(Duration::from_millis(500)).await;
-    delete(&mut run, env, ns, "deployment", "watched-nginx").await?;
-    run.expect(&["Deployment deleted", "watched-nginx"]).await?;
-    delete(&mut run, env, ns, "foo", "watched").await?;
-    run.expect(&["Foo deleted"]).await?;
-    run.drain_for(Duration::from_millis(500)).await;
-    run.terminate().await
-}
-
-pub(in crate::book) async fn step_4(env: &Env) -> Result<Vec<String>> {
-    let ns = &step_namespace("step-4");
-    let before = env.before(&[create_namespace_command(ns)]).await?;
-    let mut run = Run::start(env, "step-4", ns, &["--fail-first", "3"])?;
-    run.transcript.splice(0..0, before);
-    run.expect(&["Starting 2 workers"]).await?;
-    create_foo(&mut run, env, ns, "flaky", "flaky", 1).await?;
-    run.expect(&["done attempt 4"]).await?;
-    run.drain_for(Duration::from_millis(500)).await;
-    run.run(
-        env,
-        format!("kubectl -n {ns} label foo flaky round=1   # a change: synced again, without failures now"),
-    )
-    .await?;
-    run.expect(&["done attempt 5"]).await?;
-    run.drain_for(Duration::from_millis(500)).await;
-    run.terminate().await
-}
-
-pub(in crate::book) async fn step_5(env: &Env) -> Result<Vec<String>> {
-    let ns = &step_namespace("step-5");
-    let before = env
-        .before(&[
-            create_namespace_command(ns),
-            foreign_deployment_command(ns, "taken"),
-        ])
-        .await?;
-    let mut run = Run::start(env, "step-5", ns, &[])?;
-    run.transcript.splice(0..0, before);
-    run.expect(&["Starting 2 workers"]).await?;
-    create_foo(&mut run, env, ns, "web", "web-nginx", 2).await?;
-    run.expect(&["creating Deployment"]).await?;
-    run.expect(&["Successfully synced", "web"]).await?;
-    run.drain_for(Duration::from_secs(1)).await;
-    create_foo(&mut run, env, ns, "squatter", "taken", 3).await?;
-    run.expect(&["Error syncing", "squatter"]).await?;
-    run.drain_for(Duration::from_secs(1)).await;
-    patch_replicas(&mut run, env, ns, "deployment", "web-nginx", 5).await?;
-    run.expect(&["updating Deployment"]).await?;
-    run.drain_for(Duration::from_secs(1)).await;
-    delete(&mut run, env, ns, "deployment", "web-nginx").await?;
-    run.expect(&["creating Deployment", "web-nginx"]).await?;
-    run.drain_for(Duration::from_secs(1)).await;
-    kubectl_get(&mut run, env, ns).await?;
-    run.show(env, owners_command(ns)).await?;
-    run.terminate().await
-}
-
-/// `kubectl get deployments` with the kind and name of each one's controller.
-fn owners_command(ns: &str) -> String {
-    format!(
-        "kubectl -n {ns} get deployments -o 'custom-columns=NAME:.metadata.name,OWNER-KIND:.metadata.ownerReferences[0].kind,OWNER:.metadata.ownerReferences[0].name'"
-    )
-}
-
-pub(in crate::book) async fn step_6(env: &Env) -> Result<Vec<String>> {
-    let ns = &step_namespace("step-6");
-    let before = env.before(&[create_namespace_command(ns)]).await?;
-    let mut run = Run::start(env, "step-6", ns, &[])?;
-    run.transcript.splice(0..0, before);
-    run.expect(&["Starting 2 workers"]).await?;
-    create_foo(&mut run, env, ns, "status", "status-nginx", 2).await?;
-    let foos: Api<Foo> = Api::namespaced(env.client.clone(), ns);
-    let available = |want: i32| {
-        let foos = foos.clone();
-        async move {
-            let foo = foos.get("status").await.ok()?;
-            (foo.status?.available_replicas == want).then_some(())
-        }
-    };
-    eventually("2 available replicas in the Foo's status", || available(2)).await?;
-    run.drain_for(Duration::from_secs(1)).await;
-    kubectl_get(&mut run, env, ns).await?;
-    patch_replicas(&mut run, env, ns, "foo", "status", 3).await?;
-    eventually("3 available replicas in the Foo's status", || available(3)).await?;
-    run.drain_for(Duration::from_secs(1)).await;
-    kubectl_get(&mut run, env, ns).await?;
-    run.terminate().await
 }
 
 /// Steps 7 and 8 through one scenario, so that their chapters can be read
