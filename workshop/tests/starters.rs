@@ -1,5 +1,5 @@
 //! The workshop kit, proved: every starter as handed out fails its check,
-//! each behaviour the way `untouched.txt` records, and every failure is the
+//! each behaviour the way its step folder's `untouched.txt` records, and every failure is the
 //! starter's own `todo!()` (not a broken cluster or a check that cannot
 //! pass); and every starter finished with the reference's code passes it,
 //! so an attendee whose gaps are right is never failed by the rest of the
@@ -12,11 +12,21 @@ use testcluster::checks::{Outcome, Target};
 mod copy;
 use copy::{copy_of_the_repository, target_dir, workspace};
 
-/// What an untouched starter's check reports, one line per behaviour.
-const UNTOUCHED: &str = include_str!("untouched.txt");
+/// What step `step`'s untouched starter's check reports, one line per
+/// behaviour: `steps/step-N/untouched.txt` without its comments.
+fn untouched(step: u8) -> Vec<String> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join(format!("../steps/step-{step}/untouched.txt"));
+    std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .map(str::to_string)
+        .collect()
+}
 
 /// Runs step `step`'s check on its untouched starter `program` and compares
-/// the result with [`UNTOUCHED`].
+/// the result with [`untouched`].
 async fn fails_as_handed_out(step: u8, program: &str) {
     let cp = testcluster::shared().await.expect("control plane");
     let client = cp.client().await.expect("client");
@@ -36,14 +46,10 @@ async fn fails_as_handed_out(step: u8, program: &str) {
         .expect("the check runs");
     println!("{report}");
 
-    let expected: Vec<&str> = UNTOUCHED
-        .lines()
-        .filter(|l| l.starts_with(&format!("step-{step} ")))
-        .collect();
     assert_eq!(
         report.summary(),
-        expected,
-        "the untouched step {step} starter no longer fails as tests/untouched.txt says (update it if a behaviour was added):\n{report}"
+        untouched(step),
+        "the untouched step {step} starter no longer fails as steps/step-{step}/untouched.txt says (update it if a behaviour was added):\n{report}"
     );
     for line in &report.lines {
         if let Outcome::Failed { happened, .. } = &line.outcome {
@@ -65,7 +71,7 @@ fn starter_binary(name: &str) -> String {
 }
 
 /// Every starter of the step registry, handed out untouched, fails its
-/// check as `untouched.txt` records (all at once, on one control plane).
+/// check as its `untouched.txt` records (all at once, on one control plane).
 #[tokio::test(flavor = "multi_thread")]
 async fn every_starter_fails_its_check_at_its_todo() {
     let starters: Vec<_> = testcluster::steps::STEPS
@@ -176,17 +182,24 @@ async fn every_starter_finished_with_the_references_code_passes_its_check() {
 }
 
 #[test]
-fn untouched_txt_covers_exactly_the_starters_of_the_registry() {
-    let mut listed: Vec<u8> = UNTOUCHED
-        .lines()
-        .filter(|l| !l.starts_with('#'))
-        .filter_map(|l| l.strip_prefix("step-")?.split(' ').next()?.parse().ok())
-        .collect();
-    listed.dedup();
-    let starters: Vec<u8> = testcluster::steps::STEPS
-        .iter()
-        .filter(|s| s.starter.is_some())
-        .map(|s| s.number)
-        .collect();
-    assert_eq!(listed, starters);
+fn every_step_with_a_starter_and_no_other_has_an_untouched_txt_of_its_own_lines() {
+    for step in testcluster::steps::STEPS {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join(format!("../steps/step-{}/untouched.txt", step.number));
+        assert_eq!(
+            path.is_file(),
+            step.starter.is_some(),
+            "step {}: {} exists exactly when the step has a starter",
+            step.number,
+            path.display()
+        );
+        if step.starter.is_some() {
+            let lines = untouched(step.number);
+            assert!(!lines.is_empty(), "{} is empty", path.display());
+            let prefix = format!("step-{} ", step.number);
+            for line in lines {
+                assert!(line.starts_with(&prefix), "{}: {line}", path.display());
+            }
+        }
+    }
 }

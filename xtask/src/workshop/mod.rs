@@ -120,6 +120,20 @@ pub fn workshop(check: bool) -> Result<()> {
             println!("    {}: written", starter_path(spec.step));
         }
     }
+    let manifest_path = root().join("workshop/Cargo.toml");
+    let manifest = std::fs::read_to_string(&manifest_path)
+        .with_context(|| format!("reading {}", manifest_path.display()))?;
+    let written = with_starter_bins(&manifest)?;
+    if written == manifest {
+        println!("    workshop/Cargo.toml: current");
+    } else if check {
+        println!("    workshop/Cargo.toml: STALE (its [[bin]] list is not the starters)");
+        stale.push("workshop/Cargo.toml".to_string());
+    } else {
+        std::fs::write(&manifest_path, written)
+            .with_context(|| format!("writing {}", manifest_path.display()))?;
+        println!("    workshop/Cargo.toml: written");
+    }
     for spec in SPECS {
         let chapter = format!("book/src/step-{}.md", spec.step);
         let page = std::fs::read_to_string(root().join(&chapter))
@@ -137,6 +151,51 @@ pub fn workshop(check: bool) -> Result<()> {
         stale.join(", ")
     );
     Ok(())
+}
+
+/// The workshop package's manifest `manifest` with one `[[bin]]` per
+/// starter, in step order (`workshop-step-N`, from `step-N.rs`; the names
+/// differ from the steps' own, so both build side by side), and no other;
+/// the rest of it as it was.
+fn with_starter_bins(manifest: &str) -> Result<String> {
+    let mut doc: toml_edit::DocumentMut = manifest
+        .parse()
+        .context("workshop/Cargo.toml is not TOML")?;
+    let mut bins = toml_edit::ArrayOfTables::new();
+    for spec in SPECS {
+        let mut bin = toml_edit::Table::new();
+        bin["name"] = toml_edit::value(format!("workshop-step-{}", spec.step));
+        bin["path"] = toml_edit::value(format!("step-{}.rs", spec.step));
+        bins.push(bin);
+    }
+    if let Some(first) = bins.get_mut(0) {
+        first.decor_mut().set_prefix(
+            "\n# One binary per starter, written by `cargo xtask workshop`; the names\n\
+             # differ from the steps' own (`step-N`) so both build side by side.\n",
+        );
+    }
+    // After [package], before the dependencies, where a reader looks: the
+    // tables after [package] move down to make room.
+    doc.remove("bin");
+    let after = doc
+        .get("package")
+        .and_then(toml_edit::Item::as_table)
+        .and_then(toml_edit::Table::position)
+        .unwrap_or_default();
+    let room = bins.len() as isize;
+    for (_, item) in doc.as_table_mut().iter_mut() {
+        if let Some(table) = item.as_table_mut()
+            && let Some(position) = table.position()
+            && position > after
+        {
+            table.set_position(position + room);
+        }
+    }
+    for (offset, bin) in bins.iter_mut().enumerate() {
+        bin.set_position(after + 1 + offset as isize);
+    }
+    doc["bin"] = toml_edit::Item::ArrayOfTables(bins);
+    Ok(doc.to_string())
 }
 
 /// Byte ranges of `<details class="solution">` … `</details>` in a page.
@@ -498,6 +557,25 @@ fn rustfmt(code: &str) -> Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_workshop_manifest_builds_each_starter_and_nothing_else() {
+        let committed = std::fs::read_to_string(root().join("workshop/Cargo.toml")).unwrap();
+        assert_eq!(
+            with_starter_bins(&committed).unwrap(),
+            committed,
+            "run `cargo xtask workshop`"
+        );
+        // A starter's [[bin]] lost and one of a step without a starter: both mended.
+        let lost = committed.replacen(
+            "[[bin]]\nname = \"workshop-step-3\"\npath = \"step-3.rs\"\n\n",
+            "",
+            1,
+        );
+        assert_ne!(lost, committed);
+        let extra = format!("{lost}\n[[bin]]\nname = \"workshop-step-1\"\npath = \"step-1.rs\"\n");
+        assert_eq!(with_starter_bins(&extra).unwrap(), committed);
+    }
 
     #[test]
     fn every_committed_starter_is_what_its_spec_makes() {
