@@ -35,7 +35,13 @@ fn main() {
         let file = folder.join("starter.rs");
         if file.is_file() {
             let path = file.to_str().expect("a UTF-8 path");
-            writeln!(specs, "#[path = {path:?}]\nmod step{number};").expect("a String");
+            writeln!(
+                specs,
+                "#[path = {path:?}]\nmod step{number};\n\
+                 const _: () = assert!(step{number}::SPEC.step == {number}, \
+                 \"steps/step-{number}/starter.rs: its SPEC's step must be {number}\");"
+            )
+            .expect("a String");
             writeln!(list, "    step{number}::SPEC,").expect("a String");
         }
     }

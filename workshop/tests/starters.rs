@@ -15,8 +15,8 @@ use copy::{copy_of_the_repository, target_dir, workspace};
 /// What step `step`'s untouched starter's check reports, one line per
 /// behaviour: `steps/step-N/untouched.txt` without its comments.
 fn untouched(step: u8) -> Vec<String> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join(format!("../steps/step-{step}/untouched.txt"));
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../steps/step-{step}/untouched.txt"));
     std::fs::read_to_string(&path)
         .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
         .lines()

@@ -135,22 +135,7 @@ fn build(step: &Step, reference: bool) -> Result<PathBuf> {
     if !status.success() {
         bail!("{bin} does not compile yet: fix the errors above, then run the check again");
     }
-    Ok(target_dir().join("debug").join(bin))
-}
-
-/// Cargo's target directory (`CARGO_TARGET_DIR`, else target/ in the repository).
-fn target_dir() -> PathBuf {
-    match std::env::var_os("CARGO_TARGET_DIR") {
-        Some(dir) => {
-            let dir = PathBuf::from(dir);
-            if dir.is_absolute() {
-                dir
-            } else {
-                repo_root().join(dir)
-            }
-        }
-        None => repo_root().join("target"),
-    }
+    Ok(crate::debug_dir().join(bin))
 }
 
 /// The kubeconfig of the cluster `cargo xtask cluster up` started, if it is running.

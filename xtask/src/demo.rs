@@ -135,14 +135,13 @@ async fn run(
     kubectl: &Kubectl,
     kubeconfig: Option<&std::path::Path>,
 ) -> Result<()> {
-    let root = crate::repo_root();
     let build = crate::cargo(&["build", "--bin", "step-8"]);
     println!("==> Building step 8 ({build}), then starting it with --namespace {NAMESPACE}");
     let status = build.std().status().context("running cargo build")?;
     if !status.success() {
         bail!("{build} failed");
     }
-    let mut step = tokio::process::Command::new(root.join("target/debug/step-8"));
+    let mut step = tokio::process::Command::new(crate::debug_dir().join("step-8"));
     step.args(["--namespace", NAMESPACE])
         .kill_on_drop(true)
         .stdin(Stdio::null());

@@ -227,6 +227,27 @@ fn repo_root() -> PathBuf {
     xtask_dir.parent().unwrap_or(xtask_dir).to_path_buf()
 }
 
+/// Cargo's target directory: `CARGO_TARGET_DIR` (relative to the
+/// repository when relative), else `target/` in the repository.
+fn target_dir() -> PathBuf {
+    match std::env::var_os("CARGO_TARGET_DIR") {
+        Some(dir) => {
+            let dir = PathBuf::from(dir);
+            if dir.is_absolute() {
+                dir
+            } else {
+                repo_root().join(dir)
+            }
+        }
+        None => repo_root().join("target"),
+    }
+}
+
+/// Where `cargo build` puts the dev profile's binaries (and `examples/`).
+fn debug_dir() -> PathBuf {
+    target_dir().join("debug")
+}
+
 /// The README's test command: what a fresh machine lacks (system packages,
 /// the musl target, the book's tools; see `setup`), the control-plane
 /// binaries (so their build shows its progress), then every test of the

@@ -75,7 +75,7 @@ pub async fn prepare() -> Result<()> {
     let t = Instant::now();
     println!("==> 6/6 One check: step 2 (the project's own) against it");
     let target = Target {
-        program: repo_root().join("target/debug/step-2"),
+        program: crate::debug_dir().join("step-2"),
         kubeconfig: cp.kubeconfig_path().to_path_buf(),
         client,
         echo: false,

@@ -143,7 +143,7 @@ pub async fn watch(args: WatchArgs) -> Result<()> {
     std::fs::create_dir_all(log.parent().unwrap_or(&root))?;
     std::fs::write(&log, "").with_context(|| format!("emptying {}", log.display()))?;
 
-    let mut command = tokio::process::Command::new(root.join("target/debug").join(step.binary));
+    let mut command = tokio::process::Command::new(crate::debug_dir().join(step.binary));
     command
         .env(sample_controller::telemetry::JSON_LOG, &log)
         .stdin(Stdio::null())
@@ -423,7 +423,7 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let log = dir.join(format!("step-7-{}.log.jsonl", std::process::id()));
         std::fs::write(&log, "").unwrap();
-        let mut step = tokio::process::Command::new(root.join("target/debug/step-7"))
+        let mut step = tokio::process::Command::new(crate::debug_dir().join("step-7"))
             .arg("--kubeconfig")
             .arg(cp.kubeconfig_path())
             .args(["--namespace", &ns])

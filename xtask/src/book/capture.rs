@@ -113,13 +113,13 @@ pub(super) async fn outputs(only: &[String], check: bool) -> Result<()> {
         kubeconfig: cp.kubeconfig_path().to_path_buf(),
         server: cp.server_url().to_string(),
         client: client.clone(),
-        bin: root.join("target/debug"),
+        bin: crate::debug_dir(),
         kubectl,
     };
 
     // The exercise solutions that need no cluster.
     if wanted("example-step4-backoff.txt") {
-        let backoff = Command::new(root.join("target/debug/examples/step4_backoff_table"))
+        let backoff = Command::new(crate::debug_dir().join("examples/step4_backoff_table"))
             .output()
             .context("running examples/step4_backoff_table")?;
         ensure!(backoff.status.success(), "step4_backoff_table failed");

@@ -1,0 +1,277 @@
+//! Adding a step is one folder, its chapter and the lines that name it
+//! (SUMMARY.md's and the README's): nothing else lists the steps. Proved on
+//! a copy of the repository with a throwaway step 9 made from step 3's
+//! folder (a step with a check, a starter and a flow recording), which must come out built, registered, tested, captured,
+//! checked and offered by the workshop, by the same commands a contributor
+//! runs (CONTRIBUTING.md, "Adding a step").
+//!
+//! The copy builds with this repository's intermediate artifacts
+//! (`CARGO_BUILD_BUILD_DIR`, so the dependencies are not compiled again)
+//! and its own target directory (`CARGO_TARGET_DIR`, so none of this
+//! repository's binaries is replaced by the copy's).
+
+#[path = "../../workshop/tests/copy/mod.rs"]
+mod copy;
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use copy::{copy_of_the_repository, target_dir};
+
+/// The step the throwaway is made from, and its number.
+const TEMPLATE: u8 = 3;
+const NEW: u8 = 9;
+
+/// `text` with every name of the template step turned into the new one's:
+/// `step-3` (binary, package, files, chapter), `step3` (modules,
+/// namespaces), `step_3` and `STEP_3` (functions, constants), `Step 3` and
+/// `step 3` (prose, `todo!` messages), `step: 3` (the starter's spec).
+fn renamed(text: &str) -> String {
+    let (t, n) = (TEMPLATE, NEW);
+    [
+        (format!("step-{t}"), format!("step-{n}")),
+        (format!("step{t}"), format!("step{n}")),
+        (format!("step_{t}"), format!("step_{n}")),
+        (format!("STEP_{t}"), format!("STEP_{n}")),
+        (format!("Step {t}"), format!("Step {n}")),
+        (format!("step {t}"), format!("step {n}")),
+        (format!("step: {t},"), format!("step: {n},")),
+    ]
+    .iter()
+    .fold(text.to_string(), |text, (from, to)| text.replace(from, to))
+}
+
+/// Copies the folder `from` to `to`, each file [`renamed`].
+fn copy_renamed(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for entry in std::fs::read_dir(from).expect("the template folder") {
+        let path = entry.expect("an entry").path();
+        let name = path.file_name().expect("a name").to_string_lossy();
+        let target = to.join(renamed(&name));
+        if path.is_dir() {
+            copy_renamed(&path, &target);
+        } else {
+            let text = std::fs::read_to_string(&path).expect("a text file");
+            std::fs::write(&target, renamed(&text)).expect("write");
+        }
+    }
+}
+
+/// Replaces the line of `file` (in `copy`) that starts with `key`.
+fn set_line(copy: &Path, file: &str, key: &str, line: &str) {
+    let path = copy.join(file);
+    let text = std::fs::read_to_string(&path).expect(file);
+    let count = text.lines().filter(|l| l.starts_with(key)).count();
+    assert_eq!(count, 1, "{file}: one line starting with {key:?}");
+    let text: Vec<&str> = text
+        .lines()
+        .map(|l| if l.starts_with(key) { line } else { l })
+        .collect();
+    std::fs::write(&path, text.join("\n") + "\n").expect(file);
+}
+
+/// Inserts `line` into `file` (in `copy`) after the line containing `after`.
+fn insert_after(copy: &Path, file: &str, after: &str, line: &str) {
+    let path = copy.join(file);
+    let text = std::fs::read_to_string(&path).expect(file);
+    let at = text
+        .lines()
+        .position(|l| l.contains(after))
+        .unwrap_or_else(|| panic!("{file}: no line with {after:?}"));
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines.insert(at + 1, line);
+    std::fs::write(&path, lines.join("\n") + "\n").expect(file);
+}
+
+/// What a contributor adds for step 9: its folder (step 3's, renamed; it
+/// needs step 8's permissions, as each step needs what the one before
+/// did), its chapter, and its lines in SUMMARY.md and the README.
+fn add_step_9(copy: &Path) {
+    let (t, n) = (TEMPLATE, NEW);
+    copy_renamed(
+        &copy.join(format!("steps/step-{t}")),
+        &copy.join(format!("steps/step-{n}")),
+    );
+    let title = format!("a throwaway copy of step {t}");
+    let go = "`AddFunc`, again";
+    let toml = format!("steps/step-{n}/step.toml");
+    set_line(copy, &toml, "title = ", &format!("title = {title:?}"));
+    set_line(copy, &toml, "go = ", &format!("go = {go:?}"));
+    set_line(
+        copy,
+        &toml,
+        "permissions = ",
+        "permissions = \"SERVER_SIDE_APPLY\"",
+    );
+    let chapter = std::fs::read_to_string(copy.join(format!("book/src/step-{t}.md")))
+        .expect("the template's chapter");
+    std::fs::write(
+        copy.join(format!("book/src/step-{n}.md")),
+        renamed(&chapter),
+    )
+    .expect("the chapter");
+    insert_after(
+        copy,
+        "book/src/SUMMARY.md",
+        "(step-8.md)",
+        &format!("- [Step {n}: A throwaway copy of step {t}](step-{n}.md)"),
+    );
+    insert_after(
+        copy,
+        "README.md",
+        "| 8 | `cargo run --bin step-8` |",
+        &format!("| {n} | `cargo run --bin step-{n}` | {title} | {go} |"),
+    );
+}
+
+/// `cargo ARGS` in the copy, with this repository's intermediate artifacts
+/// and the copy's own target directory; panics unless it exits as
+/// `success` says, printing what it printed.
+fn cargo(copy: &Path, args: &[&str], success: bool) -> Output {
+    let command = testcluster::cargo::command(copy, args)
+        .env("CARGO_BUILD_BUILD_DIR", target_dir())
+        .env("CARGO_TARGET_DIR", copy_target(copy));
+    println!("==> {command}");
+    let output = command.std().output().expect("cargo runs");
+    let printed = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(
+        output.status.success(),
+        success,
+        "{command} exited with {}:\n{printed}",
+        output.status
+    );
+    output
+}
+
+/// The copy's own target directory, beside its sources.
+fn copy_target(copy: &Path) -> PathBuf {
+    copy.parent().expect("target/new-step").join("target")
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_new_step_folder_is_built_registered_tested_captured_checked_and_offered_by_the_workshop()
+{
+    let copy = copy_of_the_repository("new-step", &[]);
+    let _ = std::fs::remove_dir_all(copy_target(&copy));
+    add_step_9(&copy);
+    let n = NEW;
+
+    // Built: `cargo run --bin step-9` works from the root.
+    cargo(&copy, &["build", "--bin", &format!("step-{n}")], true);
+    assert!(copy_target(&copy).join(format!("debug/step-{n}")).is_file());
+
+    // Offered by the workshop: its starter and its [[bin]] written.
+    cargo(&copy, &["run", "-q", "-p", "xtask", "--", "workshop"], true);
+    let starter = std::fs::read_to_string(copy.join(format!("workshop/step-{n}.rs")))
+        .expect("the starter was written");
+    assert!(starter.contains("WRITE THIS"), "{starter}");
+    let manifest = std::fs::read_to_string(copy.join("workshop/Cargo.toml")).unwrap();
+    assert!(
+        manifest.contains(&format!(
+            "name = \"workshop-step-{n}\"\npath = \"step-{n}.rs\""
+        )),
+        "{manifest}"
+    );
+
+    // Captured: its chapter's run, by its capture.rs.
+    let file = format!("step-{n}.txt");
+    cargo(
+        &copy,
+        &["run", "-q", "-p", "xtask", "--", "book", "outputs", &file],
+        true,
+    );
+    let capture = std::fs::read_to_string(copy.join("book/src/outputs").join(&file))
+        .expect("the capture was written");
+    assert!(
+        capture.contains(&format!("$ cargo run --bin step-{n}")) && capture.contains("Foo added"),
+        "{capture}"
+    );
+    // With its flow recording, which shows what its step.toml says.
+    assert!(
+        copy.join(format!("book/src/outputs/flow/step-{n}.jsonl"))
+            .is_file()
+    );
+
+    // Registered, and complete: binary, chapter, SUMMARY line, README row,
+    // capture, starter and its [[bin]], check.
+    cargo(
+        &copy,
+        &["test", "-q", "-p", "testcluster", "--test", "registry"],
+        true,
+    );
+    // Tested: tests/steps.rs has a test for its check.
+    let list = cargo(
+        &copy,
+        &["test", "-q", "--test", "steps", "--", "--list"],
+        true,
+    );
+    assert!(
+        stdout(&list).contains(&format!("step_{n}_passes_its_check: test")),
+        "{}",
+        stdout(&list)
+    );
+
+    // Checked: the step passes its check, the untouched starter fails it
+    // at its todo!() as its untouched.txt says.
+    let untouched = std::fs::read_to_string(copy.join(format!("steps/step-{n}/untouched.txt")))
+        .expect("its untouched.txt");
+    let untouched: Vec<&str> = untouched.lines().filter(|l| !l.starts_with('#')).collect();
+    let cp = testcluster::shared().await.expect("control plane");
+    let kubeconfig = cp.kubeconfig_path().to_str().expect("a UTF-8 path");
+    let step = format!("step-{n}");
+    let reference = cargo(
+        &copy,
+        &[
+            "run",
+            "-q",
+            "-p",
+            "xtask",
+            "--",
+            "check",
+            &step,
+            "--reference",
+            "--kubeconfig",
+            kubeconfig,
+        ],
+        true,
+    );
+    assert!(
+        stdout(&reference).contains(&format!(
+            "step-{n}: {all} of {all} behaviours pass",
+            all = untouched.len()
+        )),
+        "{}",
+        stdout(&reference)
+    );
+    let starter = cargo(
+        &copy,
+        &[
+            "run",
+            "-q",
+            "-p",
+            "xtask",
+            "--",
+            "check",
+            &step,
+            "--kubeconfig",
+            kubeconfig,
+        ],
+        false,
+    );
+    let failed = untouched[0]
+        .strip_prefix(&format!("step-{n} FAIL "))
+        .expect("the first behaviour fails");
+    assert!(stdout(&starter).contains(failed), "{}", stdout(&starter));
+
+    // Nothing of it stays: the copy, and its final artifacts (hard links
+    // to the shared intermediate ones).
+    std::fs::remove_dir_all(copy.parent().expect("target/new-step")).expect("remove the copy");
+}
