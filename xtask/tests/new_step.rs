@@ -152,6 +152,16 @@ fn copy_target(copy: &Path) -> PathBuf {
     copy.parent().expect("target/new-step").join("target")
 }
 
+/// `cargo xtask ARGS` in the copy: its own xtask, as [`cargo`] runs it.
+fn xtask(copy: &Path, args: &[&str], success: bool) -> Output {
+    let all: Vec<&str> = ["run", "-q", "-p", "xtask", "--"]
+        .iter()
+        .chain(args)
+        .copied()
+        .collect();
+    cargo(copy, &all, success)
+}
+
 fn stdout(output: &Output) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
@@ -169,7 +179,7 @@ async fn a_new_step_folder_is_built_registered_tested_captured_checked_and_offer
     assert!(copy_target(&copy).join(format!("debug/step-{n}")).is_file());
 
     // Offered by the workshop: its starter and its [[bin]] written.
-    cargo(&copy, &["run", "-q", "-p", "xtask", "--", "workshop"], true);
+    xtask(&copy, &["workshop"], true);
     let starter = std::fs::read_to_string(copy.join(format!("workshop/step-{n}.rs")))
         .expect("the starter was written");
     assert!(starter.contains("WRITE THIS"), "{starter}");
@@ -183,11 +193,7 @@ async fn a_new_step_folder_is_built_registered_tested_captured_checked_and_offer
 
     // Captured: its chapter's run, by its capture.rs.
     let file = format!("step-{n}.txt");
-    cargo(
-        &copy,
-        &["run", "-q", "-p", "xtask", "--", "book", "outputs", &file],
-        true,
-    );
+    xtask(&copy, &["book", "outputs", &file], true);
     let capture = std::fs::read_to_string(copy.join("book/src/outputs").join(&file))
         .expect("the capture was written");
     assert!(
@@ -227,20 +233,9 @@ async fn a_new_step_folder_is_built_registered_tested_captured_checked_and_offer
     let cp = testcluster::shared().await.expect("control plane");
     let kubeconfig = cp.kubeconfig_path().to_str().expect("a UTF-8 path");
     let step = format!("step-{n}");
-    let reference = cargo(
+    let reference = xtask(
         &copy,
-        &[
-            "run",
-            "-q",
-            "-p",
-            "xtask",
-            "--",
-            "check",
-            &step,
-            "--reference",
-            "--kubeconfig",
-            kubeconfig,
-        ],
+        &["check", &step, "--reference", "--kubeconfig", kubeconfig],
         true,
     );
     assert!(
@@ -251,21 +246,7 @@ async fn a_new_step_folder_is_built_registered_tested_captured_checked_and_offer
         "{}",
         stdout(&reference)
     );
-    let starter = cargo(
-        &copy,
-        &[
-            "run",
-            "-q",
-            "-p",
-            "xtask",
-            "--",
-            "check",
-            &step,
-            "--kubeconfig",
-            kubeconfig,
-        ],
-        false,
-    );
+    let starter = xtask(&copy, &["check", &step, "--kubeconfig", kubeconfig], false);
     let failed = untouched[0]
         .strip_prefix(&format!("step-{n} FAIL "))
         .expect("the first behaviour fails");
