@@ -370,7 +370,7 @@ mod tests {
 
     #[test]
     fn every_capture_with_its_own_variations_exists() {
-        let files = super::super::capture::output_files();
+        let files = super::super::outputs::output_files();
         for (file, ..) in VARYING_IN {
             assert!(files.contains(file), "{file} is not a capture");
         }

@@ -25,13 +25,15 @@
 //! what installs them, `build`), `check.rs` (`check` and its helpers),
 //! `runit.rs` (the step chapters' "Run it" blocks against their captures),
 //! `fresh.rs` (a committed capture against a new run of it),
-//! `capture.rs` (the machinery of `outputs`: the list of files, writing them,
-//! the transcript of a step run) and `scenarios/` (one capture a file of
-//! `book/src/outputs/`).
+//! `outputs.rs` (`outputs`: the list of captures, running their scenarios),
+//! `capture.rs` (the machinery the scenarios share: writing the files, the
+//! transcript of a step run) and `scenarios/` (one capture a file of
+//! `book/src/outputs/`; a step chapter's is in the step's folder).
 
 mod capture;
 mod check;
 mod fresh;
+mod outputs;
 mod recordings;
 mod runit;
 mod scenarios;
@@ -66,7 +68,7 @@ pub enum BookCommand {
 /// Runs a `cargo xtask book` subcommand.
 pub async fn run(command: BookCommand) -> Result<()> {
     match command {
-        BookCommand::Outputs { only, check } => capture::outputs(&only, check).await,
+        BookCommand::Outputs { only, check } => outputs::outputs(&only, check).await,
         BookCommand::Build => {
             require_tools(&[MDBOOK, MDBOOK_MERMAID], false)?;
             tools::build()

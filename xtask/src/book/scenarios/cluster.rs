@@ -1,14 +1,16 @@
 //! The captures of "Running in a cluster": missing RBAC, `/metrics`, two
 //! replicas handing the leader Lease over, and the static musl binary.
 
-use std::collections::BTreeSet;
-use std::path::PathBuf;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
 use anyhow::{Context, Result, ensure};
 use kube::api::Api;
 use sample_controller::Foo;
+use testcluster::harness;
+use tokio::sync::mpsc;
 
 use crate::book::capture::*;
 
@@ -422,4 +424,190 @@ pub(in crate::book) async fn musl_binary() -> Result<Vec<String>> {
         }
     }
     Ok(lines)
+}
+
+/// Replicas of step 8 with `--leader-elect`, run at once as the
+/// ServiceAccount of `manifests/rbac.yaml`; their output merged into one
+/// transcript, each line prefixed with the replica's name (`a | …`).
+pub(in crate::book) struct Replicas {
+    pub(super) tx: mpsc::UnboundedSender<(String, Option<String>)>,
+    pub(super) rx: mpsc::UnboundedReceiver<(String, Option<String>)>,
+    /// Each running replica and how many of its two output streams are open.
+    pub(super) running: BTreeMap<String, (tokio::process::Child, u8)>,
+    /// Every line received: replica, line, when.
+    pub(super) seen: Vec<(String, String, tokio::time::Instant)>,
+    /// `expect` looks at `seen` from here on (moved to the end by `note`).
+    pub(super) cursor: BTreeMap<String, usize>,
+    pub(super) transcript: Vec<String>,
+}
+
+impl Replicas {
+    pub(super) fn new(header: Vec<String>) -> Replicas {
+        for line in &header {
+            println!("==> {line}");
+        }
+        let (tx, rx) = mpsc::unbounded_channel();
+        Replicas {
+            tx,
+            rx,
+            running: BTreeMap::new(),
+            seen: Vec::new(),
+            cursor: BTreeMap::new(),
+            transcript: header,
+        }
+    }
+
+    /// Starts replica `name` as a Pod would run it: POD_NAME and POD_NAMESPACE
+    /// set, `--leader-elect`, the endpoints on `port`; plus the short lease.
+    pub(super) fn start(
+        &mut self,
+        env: &Env,
+        kubeconfig: &Path,
+        name: &str,
+        port: u16,
+    ) -> Result<()> {
+        port_free(port)?;
+        let mut command = harness::command(&env.bin.join("step-8"));
+        command
+            .arg("--kubeconfig")
+            .arg(kubeconfig)
+            .args(["--namespace", LEADER_NS, "--leader-elect"])
+            .args(LEASE_FLAGS)
+            .args(["--http-address", &format!("127.0.0.1:{port}")])
+            .env("POD_NAMESPACE", CONTROLLER_NS)
+            .env("POD_NAME", name)
+            .env_remove("RUST_BACKTRACE")
+            .env_remove("RUST_LIB_BACKTRACE");
+        let mut child = command
+            .spawn()
+            .context("starting step-8 (run `cargo build --bins`)")?;
+        let replica = name.to_string();
+        // A line, or the end of one of the two streams (`None`).
+        harness::forward_lines(&mut child, &self.tx, move |line| {
+            Some((replica.clone(), line))
+        })?;
+        self.running.insert(name.to_string(), (child, 2));
+        self.cursor.insert(name.to_string(), self.seen.len());
+        Ok(())
+    }
+
+    /// Records a line (or the end of a stream) from replica `name`.
+    pub(super) fn take(&mut self, name: String, line: Option<String>) {
+        match line {
+            Some(line) => {
+                let shown = format!("{name} | {}", strip_timestamp(&line));
+                println!("[replicas] {shown}");
+                self.transcript.push(shown);
+                self.seen.push((name, line, tokio::time::Instant::now()));
+            }
+            None => {
+                if let Some((_, open)) = self.running.get_mut(&name) {
+                    *open = open.saturating_sub(1);
+                }
+            }
+        }
+    }
+
+    /// Receives one line or end of stream, or `false` at `deadline`.
+    pub(super) async fn receive(&mut self, deadline: tokio::time::Instant) -> bool {
+        match tokio::time::timeout_at(deadline, self.rx.recv()).await {
+            Ok(Some((name, line))) => {
+                self.take(name, line);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Waits for a line of replica `name` containing every one of `parts`,
+    /// printed since the last `note`; returns when it arrived.
+    pub(super) async fn expect(
+        &mut self,
+        name: &str,
+        parts: &[&str],
+    ) -> Result<tokio::time::Instant> {
+        let deadline = tokio::time::Instant::now() + WAIT;
+        loop {
+            let from = self.cursor.get(name).copied().unwrap_or(0);
+            let found = self.seen[from..]
+                .iter()
+                .position(|(who, line, _)| who == name && parts.iter().all(|p| line.contains(p)));
+            if let Some(at) = found {
+                self.cursor.insert(name.to_string(), from + at + 1);
+                return Ok(self.seen[from + at].2);
+            }
+            ensure!(
+                self.running.get(name).is_some_and(|(_, open)| *open > 0),
+                "replica {name} exited before printing {parts:?}"
+            );
+            ensure!(
+                self.receive(deadline).await,
+                "replica {name} did not print {parts:?} within {WAIT:?}"
+            );
+        }
+    }
+
+    /// Takes whatever the replicas print during `period`.
+    pub(super) async fn drain_for(&mut self, period: Duration) {
+        let deadline = tokio::time::Instant::now() + period;
+        while self.receive(deadline).await {}
+    }
+
+    /// Records an action (`>>> …`) after letting the replicas finish printing
+    /// what the previous one caused; later `expect`s look only at what follows.
+    pub(super) async fn note(&mut self, action: impl Into<String>) {
+        self.drain_for(Duration::from_millis(500)).await;
+        let line = format!(">>> {}", action.into());
+        println!("[replicas] {line}");
+        self.transcript.push(line);
+        for cursor in self.cursor.values_mut() {
+            *cursor = self.seen.len();
+        }
+    }
+
+    /// Records an observation (`(…)`) at once, in order with the lines received so far.
+    pub(super) fn mark(&mut self, text: impl Into<String>) {
+        let line = format!("({})", text.into());
+        println!("[replicas] {line}");
+        self.transcript.push(line);
+    }
+
+    /// Records several transcript lines (a table) after letting output settle.
+    pub(super) async fn lines(&mut self, lines: Vec<String>) {
+        self.drain_for(Duration::from_millis(500)).await;
+        for line in lines {
+            println!("[replicas] {line}");
+            self.transcript.push(line);
+        }
+    }
+
+    /// Sends `signal` to replica `name`, by its PID.
+    pub(super) fn signal(&self, name: &str, signal: libc::c_int) -> Result<()> {
+        let (child, _) = self.running.get(name).context("no such replica")?;
+        let pid = child.id().context("the replica already exited")?;
+        // SAFETY: kill(2) on the PID of a child we started and have not reaped, with a valid signal.
+        let sent = unsafe { libc::kill(pid as libc::pid_t, signal) };
+        ensure!(
+            sent == 0,
+            "kill({pid}, {signal}): {}",
+            std::io::Error::last_os_error()
+        );
+        Ok(())
+    }
+
+    /// Waits until replica `name` has closed its output and exited; its exit code.
+    pub(super) async fn wait(&mut self, name: &str) -> Result<i32> {
+        let deadline = tokio::time::Instant::now() + WAIT;
+        while self.running.get(name).is_some_and(|(_, open)| *open > 0) {
+            ensure!(
+                self.receive(deadline).await,
+                "replica {name} did not exit within {WAIT:?}"
+            );
+        }
+        let (mut child, _) = self.running.remove(name).context("no such replica")?;
+        let status = tokio::time::timeout_at(deadline, child.wait())
+            .await
+            .with_context(|| format!("replica {name} did not exit"))??;
+        Ok(status.code().unwrap_or(-1))
+    }
 }
