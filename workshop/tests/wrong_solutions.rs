@@ -151,6 +151,11 @@ async fn every_wrong_solution_fails_its_steps_check_on_the_behaviour_it_breaks()
         &[
             ("name = \"step-", "name = \"wrong-step-"),
             ("default-run = \"step-", "default-run = \"wrong-step-"),
+            // The shared crates too: cargo names a workspace package's
+            // artifacts by name, version and path inside the workspace, so
+            // the copy's would replace this repository's in the target
+            // directory the tests still use.
+            ("version = \"0.1.0\"", "version = \"0.1.0-wrong\""),
         ],
     );
     let programs: Vec<PathBuf> = wrongs.iter().map(|w| build(&copy, w)).collect();

@@ -8,7 +8,9 @@
 //! The copy builds with this repository's intermediate artifacts
 //! (`CARGO_BUILD_BUILD_DIR`, so the dependencies are not compiled again)
 //! and its own target directory (`CARGO_TARGET_DIR`, so none of this
-//! repository's binaries is replaced by the copy's).
+//! repository's binaries is replaced by the copy's); its packages have a
+//! version of their own, so none of this repository's libraries or build
+//! script outputs is either.
 
 #[path = "../../workshop/tests/copy/mod.rs"]
 mod copy;
@@ -169,7 +171,15 @@ fn stdout(output: &Output) -> String {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_new_step_folder_is_built_registered_tested_captured_checked_and_offered_by_the_workshop()
 {
-    let copy = copy_of_the_repository("new-step", &[]);
+    // Its own version of every package of the workspace: cargo names a
+    // workspace package's artifacts (and its build script's OUT_DIR) by its
+    // name, version and path inside the workspace, so the copy's would
+    // otherwise replace this repository's in the shared build directory,
+    // under the tests still running.
+    let copy = copy_of_the_repository(
+        "new-step",
+        &[("version = \"0.1.0\"", "version = \"0.1.0-new-step\"")],
+    );
     let _ = std::fs::remove_dir_all(copy_target(&copy));
     add_step_9(&copy);
     let n = NEW;
