@@ -5,15 +5,21 @@
 //! `HEAD`) is exported with `git archive` into `target/first-build/`, then
 //! built cold — `cargo build --offline --timings` in a fresh target
 //! directory, with the crates already downloaded (`cargo fetch` first), so
-//! the figure is compile time only — once with `--bin step-1` and once with
-//! `--bins`, `--repeat` times, the runs interleaved so that a slow spell of
-//! the machine does not land on one revision only. Cargo's own timing report
-//! gives the crates and how long each took; the wall and CPU time (of cargo
-//! and everything it ran) are measured here. Each target directory is
-//! deleted after its run (a cold build writes 1–3 GiB).
+//! the figure is compile time only — for each target: `step-N` (`--bin
+//! step-N`), `bins` (`--bins`), and `floor`, an empty `main` with the
+//! dependencies of the revision's shared crate (its root package, default
+//! features on, the same lock file and profile): what any step pays before
+//! compiling a line of its own. `--repeat` times, the runs interleaved so
+//! that a slow spell of the machine does not land on one revision or target
+//! only. Cargo's own timing report gives the crates and how long each took;
+//! the wall and CPU time (of cargo and everything it ran) are measured
+//! here. Each target directory is deleted after its run (a cold build
+//! writes 1–3 GiB).
 //!
-//! Prints the table of the book's Performance page ("The first build") and
-//! writes it to `book/src/outputs/first-build.txt`. Figures, not pass/fail.
+//! Prints the table of the book's Performance page and writes it to
+//! `book/src/outputs/NAME.txt` (`--name`, `first-build` by default), with
+//! its figures as data in `NAME.json` for `{{#figure}}`. Figures, not
+//! pass/fail.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -38,31 +44,68 @@ pub struct FirstBuildArgs {
     /// How many cold builds of each revision and target.
     #[arg(long, default_value_t = 3)]
     repeat: usize,
-    /// What to build: `step-1` (`--bin step-1`) and/or `bins` (`--bins`).
-    #[arg(long, value_delimiter = ',', default_value = "step-1,bins")]
+    /// What to build: `floor` (an empty main with the shared crate's
+    /// dependencies), `step-N` (`--bin step-N`), `bins` (`--bins`).
+    #[arg(long, value_delimiter = ',', default_value = "step-1,bins", value_parser = parse_target)]
     targets: Vec<Target>,
+    /// The report's name: `book/src/outputs/NAME.txt` and `NAME.json`.
+    #[arg(long, default_value = "first-build")]
+    name: String,
 }
 
-/// A cargo selection a learner builds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, clap::ValueEnum)]
+/// A cargo selection a learner builds, or the floor they all stand on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Target {
-    #[value(name = "step-1")]
-    Step1,
+    /// An empty `main` with the shared crate's dependencies.
+    Floor,
+    /// `--bin step-N`.
+    Step(u8),
+    /// `--bins`: every step.
     Bins,
 }
 
+/// `floor`, `step-N` (a step of the registry) or `bins`.
+fn parse_target(text: &str) -> Result<Target, String> {
+    match text {
+        "floor" => Ok(Target::Floor),
+        "bins" => Ok(Target::Bins),
+        _ => testcluster::steps::parse(text)
+            .filter(|_| text.starts_with("step-"))
+            .map(|step| Target::Step(step.number))
+            .ok_or_else(|| {
+                format!(
+                    "{text:?} is not a target: floor, bins or step-1 … step-{}",
+                    testcluster::steps::STEPS.len()
+                )
+            }),
+    }
+}
+
 impl Target {
-    fn cargo_args(self) -> &'static [&'static str] {
+    /// What cargo is given, after `cargo build`.
+    fn cargo_args(self) -> Vec<String> {
         match self {
-            Target::Step1 => &["--bin", "step-1"],
-            Target::Bins => &["--bins"],
+            Target::Floor => Vec::new(),
+            Target::Step(n) => vec!["--bin".into(), format!("step-{n}")],
+            Target::Bins => vec!["--bins".into()],
         }
     }
 
-    fn label(self) -> &'static str {
+    /// The table's label: `--bin step-1`, `--bins`, `floor`.
+    fn label(self) -> String {
         match self {
-            Target::Step1 => "--bin step-1",
-            Target::Bins => "--bins",
+            Target::Floor => "floor".into(),
+            Target::Step(n) => format!("--bin step-{n}"),
+            Target::Bins => "--bins".into(),
+        }
+    }
+
+    /// The figures' name: `step-1`, `bins`, `floor`.
+    fn key(self) -> String {
+        match self {
+            Target::Floor => "floor".into(),
+            Target::Step(n) => format!("step-{n}"),
+            Target::Bins => "bins".into(),
         }
     }
 }
@@ -92,6 +135,9 @@ pub fn first_build(args: FirstBuildArgs) -> Result<()> {
         export(&root, &commit, &dir)?;
         println!("==> cargo fetch for {rev} ({commit}): downloads are not part of the figures");
         cargo(&dir, &["fetch", "--quiet"], None)?;
+        if args.targets.contains(&Target::Floor) {
+            floor(&dir, &work.join(format!("floor-{commit}")))?;
+        }
         sources.push((rev.clone(), commit, dir));
     }
 
@@ -100,12 +146,16 @@ pub fn first_build(args: FirstBuildArgs) -> Result<()> {
         for (index, (rev, commit, dir)) in sources.iter().enumerate() {
             for &target in &args.targets {
                 let target_dir = work.join(format!("target-{commit}"));
+                let source = match target {
+                    Target::Floor => work.join(format!("floor-{commit}")),
+                    _ => dir.clone(),
+                };
                 println!(
                     "==> round {round}/{}: cold cargo build {} of {rev} ({commit})",
                     args.repeat,
                     target.label()
                 );
-                let run = cold_build(dir, &target_dir, target)?;
+                let run = cold_build(&source, &target_dir, target)?;
                 println!(
                     "    {:.1} s wall, {:.1} s CPU, {} crates, load average before {:.2}",
                     run.wall,
@@ -120,9 +170,13 @@ pub fn first_build(args: FirstBuildArgs) -> Result<()> {
 
     let report = report(&sources, &args.targets, &runs)?;
     print!("\n{report}");
-    let out = root.join("book/src/outputs/first-build.txt");
-    std::fs::write(&out, &report).with_context(|| format!("writing {}", out.display()))?;
-    println!("(written to {})", out.display());
+    let out = root.join("book/src/outputs");
+    let text = out.join(format!("{}.txt", args.name));
+    std::fs::write(&text, &report).with_context(|| format!("writing {}", text.display()))?;
+    let data = out.join(format!("{}.json", args.name));
+    let json = serde_json::to_string_pretty(&data_of(&sources, &args.targets, &runs)?)?;
+    std::fs::write(&data, json + "\n").with_context(|| format!("writing {}", data.display()))?;
+    println!("(written to {} and {})", text.display(), data.display());
     Ok(())
 }
 
@@ -156,8 +210,9 @@ fn cold_build(source: &Path, target_dir: &Path, target: Target) -> Result<Run> {
     let load = load_average()?;
     let cpu_before = children_cpu_seconds();
     let started = Instant::now();
+    let extra = target.cargo_args();
     let mut args = vec!["build", "--offline", "--quiet", "--timings"];
-    args.extend_from_slice(target.cargo_args());
+    args.extend(extra.iter().map(String::as_str));
     cargo(source, &args, Some(target_dir))?;
     let wall = started.elapsed().as_secs_f64();
     let cpu = children_cpu_seconds() - cpu_before;
@@ -205,8 +260,82 @@ fn crate_seconds(html: &str) -> Result<BTreeMap<String, f64>> {
     Ok(crates)
 }
 
+/// One revision and target of the report: its runs summed up.
+struct Row {
+    /// The revision as given (`HEAD`) and its commit.
+    rev: String,
+    commit: String,
+    target: Target,
+    /// Wall time: median, min, max.
+    wall: (f64, f64, f64),
+    /// CPU time, median.
+    cpu: f64,
+    crates: usize,
+    target_bytes: u64,
+    /// The median wall time over the floor's of the same revision, if the
+    /// floor was built.
+    vs_floor: Option<f64>,
+    /// Median seconds per crate, slowest first.
+    slowest: Vec<(f64, String)>,
+}
+
+/// The rows of the report, by target, then revision.
+fn rows(
+    sources: &[(String, String, PathBuf)],
+    targets: &[Target],
+    runs: &BTreeMap<(usize, Target), Vec<Run>>,
+) -> Result<Vec<Row>> {
+    let median_wall = |index: usize, target: Target| -> Option<f64> {
+        let list = runs.get(&(index, target))?;
+        spread(list.iter().map(|r| r.wall).collect()).map(|s| s.0)
+    };
+    let mut rows = Vec::new();
+    for &target in targets {
+        for (index, (rev, commit, _)) in sources.iter().enumerate() {
+            let Some(list) = runs.get(&(index, target)) else {
+                continue;
+            };
+            let wall = spread(list.iter().map(|r| r.wall).collect()).context("no runs")?;
+            let (cpu, _, _) = spread(list.iter().map(|r| r.cpu).collect()).context("no runs")?;
+            let mut per_crate: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
+            for run in list {
+                for (name, seconds) in &run.crates {
+                    per_crate.entry(name).or_default().push(*seconds);
+                }
+            }
+            let mut slowest = Vec::new();
+            for (name, seconds) in per_crate {
+                slowest.push((spread(seconds).context("no runs")?.0, name.to_string()));
+            }
+            slowest.sort_by(|a, b| b.0.total_cmp(&a.0));
+            let vs_floor = match target {
+                Target::Floor => None,
+                _ => median_wall(index, Target::Floor).map(|floor| wall.0 / floor),
+            };
+            rows.push(Row {
+                rev: rev.clone(),
+                commit: commit.clone(),
+                target,
+                wall,
+                cpu,
+                crates: list.first().map_or(0, |r| r.crates.len()),
+                target_bytes: list.iter().map(|r| r.target_bytes).max().unwrap_or(0),
+                vs_floor,
+                slowest,
+            });
+        }
+    }
+    Ok(rows)
+}
+
+/// `bytes` in GiB, as the table shows it.
+fn gib(bytes: u64) -> String {
+    format!("{:.1} GiB", bytes as f64 / (1u64 << 30) as f64)
+}
+
 /// The report: per revision and target, wall time (min / median / max), CPU
-/// time, crates and target size; then the ten slowest crates of each.
+/// time, crates, target size and the wall time over the floor's; then the
+/// ten slowest crates of each.
 fn report(
     sources: &[(String, String, PathBuf)],
     targets: &[Target],
@@ -227,34 +356,28 @@ fn report(
     );
     let _ = writeln!(
         out,
-        "Wall time min / median / max; CPU time (user + system, cargo and all it ran) median.\n"
+        "Wall time min / median / max; CPU time (user + system, cargo and all it ran) median; \
+         ÷ floor: median wall time over the floor's (an empty main with the shared crate's dependencies).\n"
     );
     let _ = writeln!(
         out,
-        "{:<24} {:<13} {:>24} {:>9} {:>7} {:>8}",
-        "revision", "cargo build", "wall (s)", "CPU (s)", "crates", "target/"
+        "{:<24} {:<13} {:>24} {:>9} {:>7} {:>8} {:>8}",
+        "revision", "cargo build", "wall (s)", "CPU (s)", "crates", "target/", "÷ floor"
     );
-    for &target in targets {
-        for (index, (rev, commit, _)) in sources.iter().enumerate() {
-            let Some(list) = runs.get(&(index, target)) else {
-                continue;
-            };
-            let (mid, min, max) =
-                spread(list.iter().map(|r| r.wall).collect()).context("no runs")?;
-            let (cpu, _, _) = spread(list.iter().map(|r| r.cpu).collect()).context("no runs")?;
-            let crates = list.first().map_or(0, |r| r.crates.len());
-            let bytes = list.iter().map(|r| r.target_bytes).max().unwrap_or(0);
-            let _ = writeln!(
-                out,
-                "{:<24} {:<13} {:>24} {:>9.0} {:>7} {:>4.1} GiB",
-                format!("{rev} ({commit})"),
-                target.label(),
-                format!("{min:.1} / {mid:.1} / {max:.1}"),
-                cpu,
-                crates,
-                bytes as f64 / (1u64 << 30) as f64
-            );
-        }
+    let rows = rows(sources, targets, runs)?;
+    for row in &rows {
+        let (mid, min, max) = row.wall;
+        let _ = writeln!(
+            out,
+            "{:<24} {:<13} {:>24} {:>9.0} {:>7} {:>8} {:>8}",
+            format!("{} ({})", row.rev, row.commit),
+            row.target.label(),
+            format!("{min:.1} / {mid:.1} / {max:.1}"),
+            row.cpu,
+            row.crates,
+            gib(row.target_bytes),
+            row.vs_floor.map_or("".into(), |r| format!("{r:.2}"))
+        );
     }
     let loads: Vec<String> = runs
         .values()
@@ -266,33 +389,205 @@ fn report(
         "Load average (1 min) before each run: {}",
         loads.join(" ")
     );
-    for &target in targets {
-        for (index, (rev, commit, _)) in sources.iter().enumerate() {
-            let Some(list) = runs.get(&(index, target)) else {
-                continue;
-            };
-            let mut per_crate: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
-            for run in list {
-                for (name, seconds) in &run.crates {
-                    per_crate.entry(name).or_default().push(*seconds);
-                }
-            }
-            let mut medians = Vec::new();
-            for (name, seconds) in per_crate {
-                medians.push((spread(seconds).context("no runs")?.0, name));
-            }
-            medians.sort_by(|a, b| b.0.total_cmp(&a.0));
-            let _ = writeln!(
-                out,
-                "\nTen slowest crates, {rev} ({commit}) {} (median seconds, all of a crate's units):",
-                target.label()
-            );
-            for (seconds, name) in medians.iter().take(10) {
-                let _ = writeln!(out, "  {seconds:>5.1}  {name}");
-            }
+    for row in &rows {
+        let _ = writeln!(
+            out,
+            "\nTen slowest crates, {} ({}) {} (median seconds, all of a crate's units):",
+            row.rev,
+            row.commit,
+            row.target.label()
+        );
+        for (seconds, name) in row.slowest.iter().take(10) {
+            let _ = writeln!(out, "  {seconds:>5.1}  {name}");
         }
     }
     Ok(out)
+}
+
+/// The report as data: every figure `{{#figure NAME KEY}}` can name, by
+/// key (`step-1 HEAD wall`, `step-1 HEAD vs-floor`, `floor HEAD crate
+/// k8s-openapi`, …), and each run's measurements.
+fn data_of(
+    sources: &[(String, String, PathBuf)],
+    targets: &[Target],
+    runs: &BTreeMap<(usize, Target), Vec<Run>>,
+) -> Result<serde_json::Value> {
+    let mut figures = serde_json::Map::new();
+    let mut put = |key: String, value: String| {
+        figures.insert(key, serde_json::Value::String(value));
+    };
+    for row in rows(sources, targets, runs)? {
+        let name = format!("{} {}", row.target.key(), row.rev);
+        let (mid, min, max) = row.wall;
+        put(format!("{name} wall"), format!("{mid:.1} s"));
+        put(format!("{name} wall-min"), format!("{min:.1} s"));
+        put(format!("{name} wall-max"), format!("{max:.1} s"));
+        put(format!("{name} cpu"), format!("{:.0} s", row.cpu));
+        put(format!("{name} crates"), row.crates.to_string());
+        put(format!("{name} target"), gib(row.target_bytes));
+        if let Some(ratio) = row.vs_floor {
+            put(format!("{name} vs-floor"), format!("{ratio:.2}"));
+        }
+        for (seconds, krate) in &row.slowest {
+            let krate = krate.split(' ').next().unwrap_or_default();
+            put(format!("{name} crate {krate}"), format!("{seconds:.1} s"));
+        }
+    }
+    let measured: Vec<serde_json::Value> = runs
+        .iter()
+        .flat_map(|((index, target), list)| {
+            let (rev, commit, _) = &sources[*index];
+            list.iter().map(move |run| {
+                serde_json::json!({
+                    "revision": rev,
+                    "commit": commit,
+                    "target": target.key(),
+                    "wall_seconds": run.wall,
+                    "cpu_seconds": run.cpu,
+                    "load_before": run.load,
+                    "crates": run.crates,
+                    "target_bytes": run.target_bytes,
+                })
+            })
+        })
+        .collect();
+    Ok(serde_json::json!({ "figures": figures, "runs": measured }))
+}
+
+/// Writes into `dir` the floor crate of the revision exported in `export`:
+/// an empty `main` whose dependencies are those of the revision's root
+/// package (the shared crate) as its default features turn them on, with
+/// workspace dependencies resolved, and its lock file and profiles. What
+/// every step pays before compiling a line of its own.
+fn floor(export: &Path, dir: &Path) -> Result<()> {
+    use toml_edit::{DocumentMut, InlineTable, Item, Table, Value};
+
+    let manifest = export.join("Cargo.toml");
+    let root: DocumentMut = std::fs::read_to_string(&manifest)
+        .with_context(|| format!("reading {}", manifest.display()))?
+        .parse()
+        .with_context(|| format!("parsing {}", manifest.display()))?;
+    let as_inline = |item: &Item| -> Option<InlineTable> {
+        match item {
+            Item::Value(Value::String(version)) => {
+                let mut spec = InlineTable::new();
+                spec.insert("version", Value::from(version.value().as_str()));
+                Some(spec)
+            }
+            Item::Value(Value::InlineTable(spec)) => Some(spec.clone()),
+            Item::Table(spec) => Some(spec.clone().into_inline_table()),
+            _ => None,
+        }
+    };
+    let workspace = root
+        .get("workspace")
+        .and_then(|w| w.get("dependencies"))
+        .and_then(Item::as_table_like);
+    let mut dependencies: BTreeMap<String, InlineTable> = BTreeMap::new();
+    let listed = root
+        .get("dependencies")
+        .and_then(Item::as_table_like)
+        .context("the root package has no [dependencies]")?;
+    for (name, item) in listed.iter() {
+        let mut spec = as_inline(item).with_context(|| format!("dependency {name}"))?;
+        if spec
+            .remove("workspace")
+            .and_then(|v| v.as_bool())
+            .unwrap_or(false)
+        {
+            let base = workspace
+                .and_then(|w| w.get(name))
+                .and_then(as_inline)
+                .with_context(|| {
+                    format!("{name} = {{ workspace = true }} but no workspace dependency")
+                })?;
+            let mut merged = base;
+            if let Some(Value::Array(more)) = spec.get("features") {
+                let mut features = merged
+                    .get("features")
+                    .and_then(Value::as_array)
+                    .cloned()
+                    .unwrap_or_default();
+                features.extend(more.iter().cloned());
+                merged.insert("features", Value::Array(features));
+            }
+            if let Some(optional) = spec.get("optional") {
+                merged.insert("optional", optional.clone());
+            }
+            spec = merged;
+        }
+        if spec.contains_key("path") {
+            bail!("the floor needs registry dependencies; {name} is a path dependency");
+        }
+        dependencies.insert(name.to_string(), spec);
+    }
+    // The default features, followed: `dep/feature` turns on a dependency's
+    // feature, `dep:name` (or a bare optional dependency's name) the
+    // dependency.
+    let features = root.get("features").and_then(Item::as_table_like);
+    let mut pending: Vec<String> = vec!["default".into()];
+    let mut seen = std::collections::BTreeSet::new();
+    let mut enabled = std::collections::BTreeSet::new();
+    while let Some(feature) = pending.pop() {
+        if !seen.insert(feature.clone()) {
+            continue;
+        }
+        if let Some((dependency, its)) = feature.split_once('/') {
+            let dependency = dependency.trim_end_matches('?');
+            let spec = dependencies
+                .get_mut(dependency)
+                .with_context(|| format!("feature {feature}: no dependency {dependency}"))?;
+            let mut list = spec
+                .get("features")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            list.push(its);
+            spec.insert("features", Value::Array(list));
+            enabled.insert(dependency.to_string());
+        } else if let Some(dependency) = feature.strip_prefix("dep:") {
+            enabled.insert(dependency.to_string());
+        } else if let Some(list) = features
+            .and_then(|f| f.get(&feature))
+            .and_then(Item::as_array)
+        {
+            pending.extend(list.iter().filter_map(|v| v.as_str().map(str::to_string)));
+        } else if dependencies.contains_key(&feature) {
+            enabled.insert(feature);
+        }
+    }
+    let mut table = Table::new();
+    for (name, mut spec) in dependencies {
+        let optional = spec
+            .remove("optional")
+            .and_then(|v| v.as_bool())
+            .unwrap_or(false);
+        if !optional || enabled.contains(&name) {
+            table.insert(&name, Item::Value(Value::InlineTable(spec)));
+        }
+    }
+    let mut doc = DocumentMut::new();
+    let mut package = Table::new();
+    package.insert("name", toml_edit::value("floor"));
+    package.insert("version", toml_edit::value("0.1.0"));
+    if let Some(edition) = root.get("package").and_then(|p| p.get("edition")) {
+        package.insert("edition", edition.clone());
+    }
+    package.insert("publish", toml_edit::value(false));
+    doc.insert("package", Item::Table(package));
+    // A workspace of its own, not the repository's around it.
+    doc.insert("workspace", Item::Table(Table::new()));
+    doc.insert("dependencies", Item::Table(table));
+    if let Some(profile) = root.get("profile") {
+        doc.insert("profile", profile.clone());
+    }
+    let _ = std::fs::remove_dir_all(dir);
+    std::fs::create_dir_all(dir.join("src"))?;
+    std::fs::write(dir.join("Cargo.toml"), doc.to_string())?;
+    std::fs::write(dir.join("src/main.rs"), "fn main() {}\n")?;
+    std::fs::copy(export.join("Cargo.lock"), dir.join("Cargo.lock"))
+        .context("copying the revision's Cargo.lock")?;
+    Ok(())
 }
 
 /// User plus system CPU seconds of this process's waited-for descendants.
@@ -390,5 +685,81 @@ mod tests {
     fn a_timing_report_without_unit_data_is_an_error_not_an_empty_table() {
         let err = crate_seconds("<html></html>").unwrap_err();
         assert!(err.to_string().contains("UNIT_DATA"), "{err}");
+    }
+
+    #[test]
+    fn the_floor_has_the_shared_crates_dependencies_as_its_default_features_turn_them_on() {
+        let tmp = tempfile::tempdir().unwrap();
+        let export = tmp.path().join("export");
+        std::fs::create_dir_all(&export).unwrap();
+        std::fs::write(
+            export.join("Cargo.toml"),
+            r#"[workspace]
+members = ["."]
+
+[workspace.dependencies]
+kube = { version = "5.0.0", default-features = false, features = ["client"] }
+
+[package]
+name = "shared"
+version = "0.1.0"
+edition = "2024"
+
+[dependencies]
+kube.workspace = true
+serde = { version = "1", features = ["derive"] }
+anyhow = "1"
+tower-test = { version = "0.4", optional = true }
+
+[features]
+default = ["runtime"]
+runtime = ["kube/runtime"]
+fixtures = ["dep:tower-test"]
+
+[profile.dev.package."*"]
+debug = false
+"#,
+        )
+        .unwrap();
+        std::fs::write(export.join("Cargo.lock"), "version = 4\n").unwrap();
+        let dir = tmp.path().join("floor");
+        floor(&export, &dir).unwrap();
+        let manifest: toml::Table =
+            toml::from_str(&std::fs::read_to_string(dir.join("Cargo.toml")).unwrap()).unwrap();
+        let deps = manifest["dependencies"].as_table().unwrap();
+        let kube = deps["kube"].as_table().unwrap();
+        assert_eq!(kube["version"].as_str(), Some("5.0.0"));
+        assert_eq!(kube["default-features"].as_bool(), Some(false));
+        let features: Vec<&str> = kube["features"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|f| f.as_str())
+            .collect();
+        assert_eq!(features, ["client", "runtime"]);
+        assert_eq!(deps["anyhow"]["version"].as_str(), Some("1"));
+        assert!(deps.contains_key("serde"));
+        assert!(!deps.contains_key("tower-test"), "{deps:?}");
+        assert!(manifest.contains_key("workspace"));
+        assert_eq!(
+            manifest["profile"]["dev"]["package"]["*"]["debug"].as_bool(),
+            Some(false)
+        );
+        assert_eq!(
+            std::fs::read_to_string(dir.join("src/main.rs")).unwrap(),
+            "fn main() {}\n"
+        );
+        assert!(dir.join("Cargo.lock").is_file());
+    }
+
+    #[test]
+    fn a_target_is_the_floor_bins_or_a_step_of_the_registry() {
+        assert_eq!(parse_target("floor"), Ok(Target::Floor));
+        assert_eq!(parse_target("bins"), Ok(Target::Bins));
+        assert_eq!(parse_target("step-1"), Ok(Target::Step(1)));
+        assert_eq!(Target::Step(1).cargo_args(), ["--bin", "step-1"]);
+        for bad in ["1", "step-0", "everything", ""] {
+            assert!(parse_target(bad).is_err(), "{bad}");
+        }
     }
 }

@@ -18,7 +18,7 @@
 //! * `cargo xtask faults`: the fault suite alone, one line per fault.
 //! * `cargo xtask bench`: figures for the book's Performance page.
 //! * `cargo xtask heap-profile`: step 8's heap at its largest, by dhat.
-//! * `cargo xtask first-build`: cold `cargo build --bin step-1` / `--bins` timings, before and after.
+//! * `cargo xtask first-build`: cold builds of the floor (the shared crate's dependencies), a step or every step, per revision.
 
 mod bench;
 mod book;

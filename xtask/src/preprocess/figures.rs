@@ -20,13 +20,18 @@
 //!   `flow-ratio`, `flow-lines`: the table of the flow off and on
 //!   (`--subjects …,step8-flow`).
 //!
-//! The capture of `cargo xtask first-build` (`first-build`) has, for a
-//! target (`step-1`, `bins`) and a revision (`HEAD`, or the commit before the
-//! cuts as the table names it):
+//! A report `cargo xtask first-build` wrote has, for a target (`floor`,
+//! `step-1`, `bins`) and a revision (`HEAD`, or a commit as the table names
+//! it):
 //!
 //! - `step-1 HEAD wall` (the median, `89.7 s`), `wall-min`, `wall-max`,
-//!   `cpu`, `crates`, `target`: a row of the table;
-//! - `step-1 HEAD crate k8s-openapi`: one of the ten slowest crates.
+//!   `cpu`, `crates`, `target`, `vs-floor` (the median over the floor's,
+//!   when the floor was built): a row of the table;
+//! - `step-1 HEAD crate k8s-openapi`: one of its crates.
+//!
+//! Newer reports are data: `outputs/RUN.json`'s `figures`, read as they are
+//! (`first-build-floor`); `first-build.txt`, from before, is read from its
+//! table.
 //!
 //! The capture of `cargo xtask heap-profile` (`heap-profile`) has `peak`
 //! (`8.5 MiB`), `peak-at`, `recorded`, `blocks`; for a function of its
@@ -87,6 +92,13 @@ pub(super) fn expand(page_name: &str, page: &str, src: &Path) -> Result<String> 
     super::replace_directives(page_name, page, DIRECTIVE, |inside, line| {
         let (run, key) = inside.split_once(' ').unwrap_or((inside, ""));
         if !runs.contains_key(run) {
+            // A report written as data: its figures, by key.
+            let data = src.join("outputs").join(format!("{run}.json"));
+            if data.is_file() {
+                runs.insert(run.to_string(), data_figures(&data)?);
+            }
+        }
+        if !runs.contains_key(run) {
             let extension = if run.starts_with("flow/") {
                 "jsonl"
             } else {
@@ -120,6 +132,27 @@ pub(super) fn expand(page_name: &str, page: &str, src: &Path) -> Result<String> 
         };
         Ok(figure.clone())
     })
+}
+
+/// The figures of a report written as data (`RUN.json`, as `cargo xtask
+/// first-build` writes it): its `figures` object, each a string.
+fn data_figures(path: &Path) -> Result<Capture> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let data: serde_json::Value =
+        serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
+    let figures = data
+        .get("figures")
+        .and_then(serde_json::Value::as_object)
+        .with_context(|| format!("{}: no \"figures\" object", path.display()))?;
+    let mut found = BTreeMap::new();
+    for (key, value) in figures {
+        let value = value
+            .as_str()
+            .with_context(|| format!("{}: figure {key:?} is not a string", path.display()))?;
+        found.insert(key.clone(), value.to_string());
+    }
+    Ok(Capture::Table(found))
 }
 
 /// The short name of a subject's label in the table.
@@ -731,6 +764,25 @@ Lines of code (non-blank, non-comment, without tests):
         assert_eq!(f.get("500 go vs-go"), None);
         assert_eq!(f.get("500 go idle"), None);
         assert_eq!(f.get("500 floor fastest"), None);
+    }
+
+    #[test]
+    fn a_report_written_as_data_gives_its_figures_as_they_are() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().to_path_buf();
+        std::fs::create_dir_all(dir.join("outputs")).unwrap();
+        std::fs::write(
+            dir.join("outputs/build.json"),
+            r#"{"figures": {"step-1 HEAD wall": "64.0 s", "step-1 HEAD vs-floor": "0.91"}, "runs": []}"#,
+        )
+        .unwrap();
+        let page = "{{#figure build step-1 HEAD wall}}, {{#figure build step-1  HEAD vs-floor}}×";
+        assert_eq!(expand("p.md", page, &dir).unwrap(), "64.0 s, 0.91×");
+        let err = expand("p.md", "{{#figure build floor HEAD wall}}", &dir).unwrap_err();
+        assert!(format!("{err:#}").contains("step-1 HEAD wall"), "{err:#}");
+        std::fs::write(dir.join("outputs/bad.json"), r#"{"runs": []}"#).unwrap();
+        let err = expand("p.md", "{{#figure bad x}}", &dir).unwrap_err();
+        assert!(format!("{err:#}").contains("no \"figures\""), "{err:#}");
     }
 
     #[test]
