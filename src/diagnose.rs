@@ -9,7 +9,6 @@ use k8s_openapi::api::authorization::v1::{
     ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,
 };
 use kube::api::{ListParams, PostParams};
-#[cfg(feature = "runtime")]
 use kube::runtime::watcher;
 use kube::{Api, Client};
 
@@ -98,7 +97,6 @@ pub fn explain(err: &kube::Error, what: &str, url: &str) -> String {
 
 /// Explains a watcher error (the informer retries these with backoff; the
 /// explanation says what would stop the retries from succeeding).
-#[cfg(feature = "runtime")]
 pub fn explain_watch(err: &watcher::Error, resource: &str) -> String {
     let url = "";
     match err {
