@@ -750,6 +750,62 @@ mod tests {
         );
     }
 
+    /// What `f` logged through the steps' own JSON layer, as it was written.
+    fn logged(f: impl FnOnce()) -> String {
+        let buffer = Buffer::default();
+        let layer = sample_controller::telemetry::json_layer(buffer.clone());
+        let subscriber = tracing_subscriber::registry().with(layer);
+        tracing::subscriber::with_default(subscriber, f);
+        String::from_utf8(buffer.0.lock().unwrap().clone()).unwrap()
+    }
+
+    #[test]
+    fn rewording_every_message_the_steps_log_leaves_the_flow_as_it_was() {
+        let (foos, _) = reflector::store::<Foo>();
+        let mut unowned = Deployment::default();
+        unowned.metadata.name = Some("unowned".into());
+        unowned.metadata.namespace = Some("ns".into());
+        let log = logged(|| {
+            let _ = on_foo(&Notification::Added(Arc::new(foo("a"))));
+            let _ = on_deployment(&Notification::Added(Arc::new(unowned)), &foos);
+            tracing::debug!(target: "sample_controller::workqueue", objectRef = "ns/a", "queued");
+            let sync = sync_span("a");
+            {
+                let _in = sync.enter();
+                tracing::error!(
+                    target: "sample_controller::workqueue",
+                    objectRef = "ns/a",
+                    error = "taken",
+                    retry_in = ?Duration::from_millis(5),
+                    "Error syncing; requeuing for later retry"
+                );
+            }
+            drop(sync);
+        });
+        // Every message a step wrote, reworded; the span openings and
+        // closings are tracing-subscriber's, not the steps'.
+        let reworded: Vec<String> = log
+            .lines()
+            .map(|line| {
+                let mut record: Map<String, Value> = serde_json::from_str(line).unwrap();
+                if let Some(Value::String(message)) = record.get_mut("message")
+                    && message != "new"
+                    && message != "close"
+                {
+                    *message = format!("reworded: {}", message.to_uppercase());
+                }
+                serde_json::to_string(&record).unwrap()
+            })
+            .collect();
+        let reworded = reworded.join("\n");
+        assert_eq!(reworded.matches("reworded: ").count(), 2, "{reworded}");
+        let flow = from_log(&log);
+        for lane in ["\"enqueue\"", "\"ignore\"", "\"add\"", "\"requeue\""] {
+            assert!(flow.contains(lane), "no {lane} in\n{flow}");
+        }
+        assert_eq!(from_log(&reworded), flow);
+    }
+
     #[test]
     fn an_event_that_says_new_or_close_is_not_a_span_opening_or_closing() {
         let lines = traced(|| {
