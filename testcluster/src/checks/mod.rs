@@ -584,7 +584,7 @@ mod cluster;
 // Each step's check lives in its folder, `steps/step-N/check.rs`, and is
 // module `stepN` here: build.rs declares one for every step folder that
 // has a check.rs. (`cargo fmt` does not reach them through the generated
-// declarations; .ci/run formats steps/*/*.rs itself.)
+// declarations; .ci/run checks steps/*/*.rs with rustfmt itself.)
 include!(concat!(env!("OUT_DIR"), "/checks.rs"));
 
 #[cfg(test)]

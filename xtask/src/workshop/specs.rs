@@ -6,8 +6,8 @@
 //! Each step's spec lives in its folder, `steps/step-N/starter.rs`, and is
 //! module `stepN` here: build.rs declares one for every step folder that
 //! has a starter.rs, and lists them in `SPECS`. (`cargo fmt` does not reach
-//! them through the generated declarations; .ci/run formats steps/*/*.rs
-//! itself.)
+//! them through the generated declarations; .ci/run checks steps/*/*.rs
+//! with rustfmt itself.)
 
 use super::Spec;
 

@@ -28,5 +28,5 @@ pub(super) type StepCapture =
 
 // `stepN` for every steps/step-N/capture.rs, and `STEP_CAPTURES`: written
 // by build.rs. (`cargo fmt` does not reach them through the generated
-// declarations; .ci/run formats steps/*/*.rs itself.)
+// declarations; .ci/run checks steps/*/*.rs with rustfmt itself.)
 include!(concat!(env!("OUT_DIR"), "/captures.rs"));
