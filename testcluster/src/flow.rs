@@ -618,15 +618,19 @@ mod tests {
         }
     }
 
-    /// The flow of what `f` logged through the steps' own JSON layer, as
-    /// JSON objects without `t` (and `ms`, which varies).
-    fn traced(f: impl FnOnce()) -> Vec<Map<String, Value>> {
+    /// What `f` logged through the steps' own JSON layer, as it was written.
+    fn logged(f: impl FnOnce()) -> String {
         let buffer = Buffer::default();
         let layer = sample_controller::telemetry::json_layer(buffer.clone());
         let subscriber = tracing_subscriber::registry().with(layer);
         tracing::subscriber::with_default(subscriber, f);
-        let log = String::from_utf8(buffer.0.lock().unwrap().clone()).unwrap();
-        from_log(&log)
+        String::from_utf8(buffer.0.lock().unwrap().clone()).unwrap()
+    }
+
+    /// The flow of what `f` logged through the steps' own JSON layer, as
+    /// JSON objects without `t` (and `ms`, which varies).
+    fn traced(f: impl FnOnce()) -> Vec<Map<String, Value>> {
+        from_log(&logged(f))
             .lines()
             .map(|line| {
                 let mut fields: Map<String, Value> = serde_json::from_str(line).unwrap();
@@ -748,15 +752,6 @@ mod tests {
                 line(serde_json::json!({"lane": "queue", "what": "forget", "key": "ns/a"})),
             ]
         );
-    }
-
-    /// What `f` logged through the steps' own JSON layer, as it was written.
-    fn logged(f: impl FnOnce()) -> String {
-        let buffer = Buffer::default();
-        let layer = sample_controller::telemetry::json_layer(buffer.clone());
-        let subscriber = tracing_subscriber::registry().with(layer);
-        tracing::subscriber::with_default(subscriber, f);
-        String::from_utf8(buffer.0.lock().unwrap().clone()).unwrap()
     }
 
     #[test]
