@@ -7,6 +7,7 @@
 
 use super::cluster::*;
 use super::*;
+use sample_controller::handlers::Ignored;
 
 /// Step 3's check: its scenarios, run at once, each in a namespace of its own.
 pub(crate) const SCENARIOS: &[CheckScenario] =
@@ -123,7 +124,7 @@ async fn step_3(mut s: Scenario<'_>) -> Vec<Line> {
             create_foreign_deployment(&client, &ns, "unowned").await?;
             p.expect(&[
                 &format!("Deployment added {ns}/unowned"),
-                "ignored (no controller owner reference)",
+                &format!("ignored ({})", Ignored::NoController),
             ])
             .await?;
             Ok(())
@@ -141,7 +142,8 @@ async fn step_3(mut s: Scenario<'_>) -> Vec<Line> {
         .await?;
         s.check(STEP_3_FOO_DELETED, async {
             delete(&foos, "watched").await?;
-            p.expect(&[&format!("Foo deleted {ns}/watched"), "ignored"])
+            let ignored = format!("ignored ({})", Ignored::FooDeleted);
+            p.expect(&[&format!("Foo deleted {ns}/watched"), &ignored])
                 .await?;
             Ok(())
         })

@@ -25,6 +25,10 @@ pub(super) const STEP_7_WARNING_EVENT: Behaviour = Behaviour {
     what: "records a Warning ErrResourceExists Event for a Deployment it does not own",
     chapter: "step-7.md#the-rust-code",
 };
+pub(super) const STEP_7_NO_SYNCED_ON_FAILURE: Behaviour = Behaviour {
+    what: "records Synced only after a sync that succeeded: the refused Foo has none",
+    chapter: "step-7.md#the-rust-code",
+};
 pub(super) const STEP_7_GARBAGE_COLLECTED: Behaviour = Behaviour {
     what: "a deleted Foo's Deployment is garbage-collected (its owner reference)",
     chapter: "step-7.md#the-rust-code",
@@ -36,6 +40,7 @@ pub(super) const STEP_7_SHUTDOWN: Behaviour = Behaviour {
 pub(super) const STEP_7_EVENTS: &[Behaviour] = &[
     STEP_7_SYNCED_EVENT,
     STEP_7_WARNING_EVENT,
+    STEP_7_NO_SYNCED_ON_FAILURE,
     STEP_7_GARBAGE_COLLECTED,
     STEP_7_SHUTDOWN,
 ];
@@ -104,6 +109,24 @@ async fn step_7_events(mut s: Scenario<'_>) -> Vec<Line> {
                 },
             )
             .await
+        })
+        .await?;
+        s.check(STEP_7_NO_SYNCED_ON_FAILURE, async {
+            // The refused key is retried with backoff (5, 10, 20 ms …): in
+            // two seconds it fails several more times, and the Events of
+            // each attempt are listed by then.
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            let events = events_for(&client, &ns, "blocked")
+                .await
+                .map_err(|e| failure("the Events of Foo blocked", e))?;
+            match events.iter().find(|(_, reason, _, _)| reason == "Synced") {
+                None => Ok(()),
+                Some(synced) => Err(failure(
+                    "no Synced Event for Foo blocked, whose every sync fails (Go records \
+                     Synced at the end of syncHandler, after the last error return)",
+                    format!("{synced:?}, among {events:?}"),
+                )),
+            }
         })
         .await?;
         s.check(STEP_7_GARBAGE_COLLECTED, async {

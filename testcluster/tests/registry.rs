@@ -270,7 +270,7 @@ fn every_step_has_its_row_in_the_readme() {
         );
         assert!(
             readme.lines().any(|line| line == row),
-            "README.md has no row {row:?} (steps/step-{}/step.toml's title and go)",
+            "README.md has no row {row:?} (steps/step-{}/step.toml's title and go): run `cargo xtask steps`",
             step.number
         );
     }

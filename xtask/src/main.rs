@@ -8,6 +8,8 @@
 //! * `cargo xtask demo`: step 8 and the example Foo, on your cluster or a local one.
 //! * `cargo xtask watch step-N`: a step's flow (watch events, handlers, queue, workers,
 //!   requests, Events) drawn live on a page at 127.0.0.1, for a projector.
+//! * `cargo xtask steps`: write what the step folders make (the README's table of steps, the
+//!   workshop starters and their `[[bin]]` list).
 //! * `cargo xtask check step-N`: a workshop starter (or `--reference`, the step) against its
 //!   behaviour checks on a real API server, one line per behaviour.
 //! * `cargo xtask prepare`: ready a machine for the workshop the day before (builds everything,
@@ -36,6 +38,7 @@ mod markdown;
 mod oldest;
 mod prepare;
 mod preprocess;
+mod readme;
 mod setup;
 mod watch;
 mod workshop;
@@ -101,6 +104,14 @@ enum Command {
     /// modules, the k8s-openapi feature) and list the book passages whose Go source
     /// changed; `--dry-run` only lists them.
     BumpKubernetes(bump::BumpArgs),
+    /// Write what the step folders make: README.md's table of steps (from
+    /// each steps/step-N/step.toml), then what `workshop` writes; `--check`
+    /// only says what is stale. Run it after adding or renaming a step.
+    Steps {
+        /// Fail if a committed file is not what would be written.
+        #[arg(long)]
+        check: bool,
+    },
     /// Write the workshop starters (workshop/step-N.rs) from the steps and
     /// xtask/src/workshop/specs.rs; `--check` only says which are stale.
     Workshop {
@@ -191,6 +202,7 @@ async fn main() -> ExitCode {
             ..
         } => workshop::write_finished(&dir),
         Command::Workshop { check, .. } => workshop::workshop(check),
+        Command::Steps { check } => steps(check),
         Command::BumpKubernetes(args) => bump::bump(args),
         Command::Book(BookCli::Book(command)) => book::run(command).await,
         Command::Book(BookCli::Preprocess { command }) => preprocess::preprocess(command),
@@ -207,6 +219,19 @@ async fn main() -> ExitCode {
 
 /// The exit code of a command that decides its own success (`check`), or
 /// 1 after printing its error.
+/// `cargo xtask steps [--check]`: the README's table of steps, then the
+/// workshop's files, from the step folders.
+fn steps(check: bool) -> Result<()> {
+    let stale = readme::readme(check)?;
+    workshop::workshop(check)?;
+    anyhow::ensure!(
+        stale.is_empty(),
+        "{} not what the step folders make: run `cargo xtask steps`",
+        stale.join(", ")
+    );
+    Ok(())
+}
+
 fn exit_code(result: Result<ExitCode>) -> ExitCode {
     result.unwrap_or_else(|err| {
         eprintln!("error: {err:#}");

@@ -1,5 +1,6 @@
-//! Adding a step is one folder, its chapter and the lines that name it
-//! (SUMMARY.md's and the README's): nothing else lists the steps. Proved on
+//! Adding a step is one folder, its chapter and its SUMMARY.md line, then
+//! `cargo xtask steps` (which writes the README's row and the workshop's
+//! files from the folder): nothing else lists the steps. Proved on
 //! a copy of the repository with a throwaway step 9 made from step 3's
 //! folder (a step with a check, a starter and a flow recording), which must come out built, registered, tested, captured,
 //! checked and offered by the workshop, by the same commands a contributor
@@ -87,7 +88,7 @@ fn insert_after(copy: &Path, file: &str, after: &str, line: &str) {
 
 /// What a contributor adds for step 9: its folder (step 3's, renamed; it
 /// needs step 8's permissions, as each step needs what the one before
-/// did), its chapter, and its lines in SUMMARY.md and the README.
+/// did), its chapter, and its line in SUMMARY.md.
 fn add_step_9(copy: &Path) {
     let (t, n) = (TEMPLATE, NEW);
     copy_renamed(
@@ -117,12 +118,6 @@ fn add_step_9(copy: &Path) {
         "book/src/SUMMARY.md",
         "(step-8.md)",
         &format!("- [Step {n}: A throwaway copy of step {t}](step-{n}.md)"),
-    );
-    insert_after(
-        copy,
-        "README.md",
-        "| 8 | `cargo run --bin step-8` |",
-        &format!("| {n} | `cargo run --bin step-{n}` | {title} | {go} |"),
     );
 }
 
@@ -188,8 +183,17 @@ async fn a_new_step_folder_is_built_registered_tested_captured_checked_and_offer
     cargo(&copy, &["build", "--bin", &format!("step-{n}")], true);
     assert!(copy_target(&copy).join(format!("debug/step-{n}")).is_file());
 
-    // Offered by the workshop: its starter and its [[bin]] written.
-    xtask(&copy, &["workshop"], true);
+    // What the folder makes, written: the README's row, and, offered by
+    // the workshop, its starter and its [[bin]].
+    xtask(&copy, &["steps", "--check"], false);
+    xtask(&copy, &["steps"], true);
+    let readme = std::fs::read_to_string(copy.join("README.md")).unwrap();
+    assert!(
+        readme.contains(&format!(
+            "| {n} | `cargo run --bin step-{n}` | a throwaway copy of step {TEMPLATE} | `AddFunc`, again |\n"
+        )),
+        "{readme}"
+    );
     let starter = std::fs::read_to_string(copy.join(format!("workshop/step-{n}.rs")))
         .expect("the starter was written");
     assert!(starter.contains("WRITE THIS"), "{starter}");

@@ -452,10 +452,18 @@ impl Program {
         Ok(Program { process })
     }
 
-    /// Waits for a line containing every one of `parts`.
+    /// Waits for a line containing every one of `parts` as whole words
+    /// ([`has_whole`]): `attempt 1` is not found in `attempt 12`, nor
+    /// `ns/foo` in `ns/foo-2`.
     async fn expect(&mut self, parts: &[&str]) -> Checked<String> {
         let wanted = format!("a line containing {}", quoted(parts));
-        match self.process.expect(parts).await {
+        let found = self
+            .process
+            .expect_where(&parts.join(" … "), |line| {
+                parts.iter().all(|part| has_whole(line, part))
+            })
+            .await;
+        match found {
             Ok(line) => Ok(line),
             Err(e) => Err(self.explain(wanted, e)),
         }
@@ -552,6 +560,24 @@ impl Program {
     }
 }
 
+/// Whether `line` contains `part` with no name character (a letter, a
+/// digit, `-` or `_`, what Kubernetes names and numbers are made of) right
+/// before or after it, where `part` itself starts or ends with one: so a
+/// key, a name or a count in the line is the one expected, not one that
+/// merely begins or ends with it.
+fn has_whole(line: &str, part: &str) -> bool {
+    let name_char = |c: char| c.is_alphanumeric() || c == '-' || c == '_';
+    let starts = part.chars().next().is_some_and(name_char);
+    let ends = part.chars().next_back().is_some_and(name_char);
+    line.match_indices(part).any(|(at, _)| {
+        let before = line[..at].chars().next_back();
+        let after = line[at + part.len()..].chars().next();
+        let joined_before = starts && before.is_some_and(name_char);
+        let joined_after = ends && after.is_some_and(name_char);
+        !joined_before && !joined_after
+    })
+}
+
 fn quoted(parts: &[&str]) -> String {
     parts
         .iter()
@@ -590,6 +616,21 @@ include!(concat!(env!("OUT_DIR"), "/checks.rs"));
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_expected_part_is_found_only_as_whole_words() {
+        let line = "sync ns/busy start attempt 12 (80 ms after attempt 11)";
+        assert!(has_whole(line, "sync ns/busy start attempt 12"));
+        assert!(!has_whole(line, "sync ns/busy start attempt 1"));
+        assert!(!has_whole(line, "sync ns/bus"));
+        assert!(has_whole(line, "(80 ms"));
+        let listed = "ns  cached-foo-2  3";
+        assert!(!has_whole(listed, "cached-foo"));
+        assert!(has_whole(listed, "cached-foo-2"));
+        assert!(!has_whole("workers=20", "workers=2"));
+        assert!(has_whole("Starting workers workers=2", "workers=2"));
+        assert!(has_whole("a line with \" 3 \" inside", " 3 "));
+    }
 
     #[test]
     fn a_report_summary_marks_each_outcome() {
