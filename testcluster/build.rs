@@ -87,6 +87,22 @@ struct StepToml {
     /// What its flow recording must show; none: it has no recording.
     #[serde(default)]
     flow: Vec<Shows>,
+    /// The branches of its Go counterpart and what checks each.
+    #[serde(default)]
+    branch: Vec<BranchToml>,
+}
+
+/// A `[[branch]]` of a step.toml (the fields are `Branch`'s in src/steps.rs).
+#[derive(serde::Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+struct BranchToml {
+    go: String,
+    check: Option<String>,
+    wrong: Option<String>,
+    mistake: Option<String>,
+    fix: Option<String>,
+    rust: Option<String>,
+    unchecked: Option<String>,
 }
 
 /// A line a step's flow recording must show.
@@ -226,12 +242,21 @@ fn registry() {
             .iter()
             .map(|line| (line.shape.as_str(), line.shows.as_str()))
             .collect();
+        let mut branches = String::from("&[");
+        for b in &step.branch {
+            branches.push_str(&format!(
+                "\n            Branch {{ go: {:?}, check: {:?}, wrong: {:?}, mistake: {:?}, \
+                 fix: {:?}, rust: {:?}, unchecked: {:?} }},",
+                b.go, b.check, b.wrong, b.mistake, b.fix, b.rust, b.unchecked
+            ));
+        }
+        branches.push_str("\n        ]");
         out.push_str(&format!(
             "    Step {{\n        number: {number},\n        binary: \"step-{number}\",\n        \
              title: {:?},\n        go: {:?},\n        package: {package:?},\n        source: {source:?},\n        \
              chapter: {:?},\n        permissions: rbac::{},\n        starter: {starter},\n        \
              check: {check},\n        captures: &{:?},\n        flow: {flow},\n        \
-             flow_shows: &{shows:?},\n    }},\n",
+             flow_shows: &{shows:?},\n        branches: {branches},\n    }},\n",
             step.title, step.go, step.chapter, step.permissions, step.captures,
         ));
     }

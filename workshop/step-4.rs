@@ -175,6 +175,7 @@ fn process(
 /// Take keys from `queue` until it ends and sync each one's object (looked up
 /// in `cache`) with `sync`, at most `workers` at a time, then let the syncs in
 /// flight finish. Go's work queue guarantees, and the check tests:
+/// - never more than `workers` syncs at once, however many keys wait;
 /// - a key queued many times while it waits is synced once;
 /// - a key queued while it is being synced waits, and is synced once more
 ///   afterwards: one key never runs in two workers at once;

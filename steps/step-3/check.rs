@@ -33,6 +33,14 @@ pub(super) const STEP_3_FOREIGN: Behaviour = Behaviour {
     what: "a Deployment without a controller owner reference: ignored",
     chapter: "step-3.md#the-rust-code",
 };
+pub(super) const STEP_3_NOT_A_FOO: Behaviour = Behaviour {
+    what: "a Deployment controlled by another kind: ignored",
+    chapter: "step-3.md#the-rust-code",
+};
+pub(super) const STEP_3_ORPHAN: Behaviour = Behaviour {
+    what: "a Deployment whose Foo is not in the cache: ignored (an orphan)",
+    chapter: "step-3.md#the-rust-code",
+};
 pub(super) const STEP_3_OWNED_DELETED: Behaviour = Behaviour {
     what: "a Deployment the Foo controls deleted: enqueues the Foo",
     chapter: "step-3.md#the-rust-code",
@@ -51,10 +59,25 @@ pub(super) const STEP_3: &[Behaviour] = &[
     STEP_3_OWNED_ADDED,
     STEP_3_REPLAY,
     STEP_3_FOREIGN,
+    STEP_3_NOT_A_FOO,
+    STEP_3_ORPHAN,
     STEP_3_OWNED_DELETED,
     STEP_3_FOO_DELETED,
     STEP_3_STOP,
 ];
+
+/// The handler's decision for the first change of `what` (`Deployment
+/// added NS/NAME`): `Ok` if it is exactly `ignored (why)`, else a failure
+/// that shows what the handler did instead.
+async fn ignored_as(p: &mut Program, what: &str, why: &Ignored) -> Checked<()> {
+    let line = p.expect(&[what]).await?;
+    let wanted = format!("ignored ({why})");
+    if has_whole(&line, &wanted) {
+        Ok(())
+    } else {
+        Err(failure(format!("{what} -> {wanted}"), line))
+    }
+}
 
 /// `("41", "42")` from `… (resourceVersion 41 -> 42) …`.
 fn resource_versions(line: &str) -> Option<(String, String)> {
@@ -128,6 +151,38 @@ async fn step_3(mut s: Scenario<'_>) -> Vec<Line> {
             ])
             .await?;
             Ok(())
+        })
+        .await?;
+        s.check(STEP_3_NOT_A_FOO, async {
+            // Its owner references name the Foo first, as an owner that is
+            // not the controller, then a ReplicaSet of the Foo's name as the
+            // controller: neither the first reference nor the controller's
+            // name alone says which Foo (Go: GetControllerOf, then Kind).
+            let owners = json!([
+                {"apiVersion": "samplecontroller.k8s.io/v1alpha1", "kind": "Foo",
+                 "name": "watched", "uid": updated.uid().unwrap_or_default()},
+                {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "watched",
+                 "uid": "00000000-0000-0000-0000-000000000001", "controller": true},
+            ]);
+            create_deployment_with_owners(&client, &ns, "by-replicaset", owners).await?;
+            let kind = Ignored::NotAFoo("ReplicaSet".into());
+            ignored_as(
+                &mut p,
+                &format!("Deployment added {ns}/by-replicaset"),
+                &kind,
+            )
+            .await
+        })
+        .await?;
+        s.check(STEP_3_ORPHAN, async {
+            let owners = json!([
+                {"apiVersion": "samplecontroller.k8s.io/v1alpha1", "kind": "Foo",
+                 "name": "ghost", "uid": "00000000-0000-0000-0000-000000000002",
+                 "controller": true},
+            ]);
+            create_deployment_with_owners(&client, &ns, "orphaned", owners).await?;
+            let orphan = Ignored::Orphan("ghost".into());
+            ignored_as(&mut p, &format!("Deployment added {ns}/orphaned"), &orphan).await
         })
         .await?;
         s.check(STEP_3_OWNED_DELETED, async {

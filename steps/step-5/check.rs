@@ -9,8 +9,11 @@ use super::cluster::*;
 use super::*;
 
 /// Step 5's check: its scenarios, run at once, each in a namespace of its own.
-pub(crate) const SCENARIOS: &[CheckScenario] =
-    &[CheckScenario::new(STEP_5, |s| Box::pin(step_5(s)))];
+pub(crate) const SCENARIOS: &[CheckScenario] = &[
+    CheckScenario::new(STEP_5, |s| Box::pin(step_5(s))),
+    CheckScenario::new(STEP_5_NAMELESS, |s| Box::pin(step_5_nameless(s))),
+    CheckScenario::new(STEP_5_COUNTLESS, |s| Box::pin(step_5_countless(s))),
+];
 
 pub(super) const STEP_5_CREATES: Behaviour = Behaviour {
     what: "creates the Foo's Deployment, controlled by the Foo",
@@ -39,6 +42,122 @@ pub(super) const STEP_5: &[Behaviour] = &[
     STEP_5_RECREATES,
     STEP_5_STOP,
 ];
+
+pub(super) const STEP_5_EMPTY_NAME: Behaviour = Behaviour {
+    what: "an empty deploymentName: synced once, not retried, nothing created",
+    chapter: "step-5.md#the-rust-code",
+};
+pub(super) const STEP_5_NAMELESS: &[Behaviour] = &[STEP_5_EMPTY_NAME];
+
+async fn step_5_nameless(mut s: Scenario<'_>) -> Vec<Line> {
+    scenario!(s, {
+        let client = s.client().clone();
+        let target = s.target;
+        s.check(STEP_5_EMPTY_NAME, async {
+            let ns = namespace(&client, "step5nameless").await?;
+            let mut p = Program::start(target, &ns, &[])?;
+            p.expect(&["Starting 2 workers"]).await?;
+            create_foo(&client, &ns, "nameless", "", 1).await?;
+            // The workers' verdict on the key (src/workqueue.rs logs one or
+            // the other): Go's syncHandler returns nil, so no retry.
+            let key = format!("objectRef={ns}/nameless");
+            let first = p
+                .expect_where(
+                    "the first sync of Foo nameless, a success or a failure",
+                    |l| {
+                        has_whole(l, &key)
+                            && (l.contains("Successfully synced") || l.contains("Error syncing"))
+                    },
+                )
+                .await?;
+            p.process.drain_for(Duration::from_secs(2)).await;
+            p.stops_cleanly(Duration::from_secs(10)).await?;
+            let retried = p
+                .output()
+                .iter()
+                .filter(|l| has_whole(l, &key) && l.contains("Error syncing"))
+                .count();
+            if retried > 0 {
+                return Err(failure(
+                    "a sync that succeeds: an empty deploymentName is logged and dropped, \
+                     since retrying cannot help (Go: syncHandler returns nil)",
+                    format!("{retried} failed syncs, the first: {first}"),
+                ));
+            }
+            let created = deployments(&client, &ns)
+                .list(&ListParams::default())
+                .await
+                .map_err(|e| failure("the namespace's Deployments", e))?;
+            match created.items.first() {
+                None => Ok(()),
+                Some(d) => Err(failure(
+                    "no Deployment for a Foo without a deploymentName",
+                    format!("Deployment {} was created", d.name_any()),
+                )),
+            }
+        })
+        .await?;
+        Ok(())
+    })
+}
+
+pub(super) const STEP_5_NO_COUNT: Behaviour = Behaviour {
+    what: "a Foo without replicas: leaves the Deployment's count as someone set it",
+    chapter: "step-5.md#the-rust-code",
+};
+pub(super) const STEP_5_COUNTLESS: &[Behaviour] = &[STEP_5_NO_COUNT];
+
+async fn step_5_countless(mut s: Scenario<'_>) -> Vec<Line> {
+    scenario!(s, {
+        let client = s.client().clone();
+        let target = s.target;
+        s.check(STEP_5_NO_COUNT, async {
+            let ns = namespace(&client, "step5countless").await?;
+            let mut p = Program::start(target, &ns, &[])?;
+            p.expect(&["Starting 2 workers"]).await?;
+            harness::create_foo::<Foo>(&client, &ns, "countless", "countless-nginx", None)
+                .await
+                .map_err(|e| {
+                    failure("Foo countless created, without replicas", format!("{e:#}"))
+                })?;
+            p.until("Deployment countless-nginx created", WAIT, || async {
+                get_deployment(&client, &ns, "countless-nginx").await
+            })
+            .await?;
+            // Let the syncs of the create settle, then someone scales it;
+            // that change queues the Foo (handleObject), and the first sync
+            // after the quiet is that one, which must leave the count alone
+            // (Go: only a Foo that sets replicas updates the Deployment).
+            p.process.drain_for(Duration::from_secs(2)).await;
+            merge(
+                &deployments(&client, &ns),
+                "countless-nginx",
+                json!({"spec": {"replicas": 3}}),
+            )
+            .await?;
+            let key = format!("objectRef={ns}/countless");
+            let synced = p
+                .expect_where("a sync of Foo countless after the scale", |l| {
+                    has_whole(l, &key) && l.contains("Successfully synced")
+                })
+                .await?;
+            p.stops_cleanly(Duration::from_secs(10)).await?;
+            let d = get_deployment(&client, &ns, "countless-nginx")
+                .await
+                .map_err(|e| failure("Deployment countless-nginx", e))?;
+            match replicas(&d) {
+                Some(3) => Ok(()),
+                other => Err(failure(
+                    "replicas still 3 after the Foo's sync: a Foo without replicas asks for \
+                     no count (Go: Update only when spec.replicas is set and differs)",
+                    format!("replicas {other:?} after the sync that logged: {synced}"),
+                )),
+            }
+        })
+        .await?;
+        Ok(())
+    })
+}
 
 async fn step_5(mut s: Scenario<'_>) -> Vec<Line> {
     scenario!(s, {

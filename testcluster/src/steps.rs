@@ -51,6 +51,32 @@ pub struct Step {
     /// (`xtask/src/book/recordings.rs` `shape`) and what the chapter calls
     /// it. A scenario that no longer makes one happen fails the recording.
     pub flow_shows: &'static [(&'static str, &'static str)],
+    /// The branches of its Go counterpart, each with the behaviour of its
+    /// check that shows it (step.toml's `[[branch]]` tables): the teacher
+    /// notes' table (book/src/workshop.md, written by `cargo xtask steps`).
+    pub branches: &'static [Branch],
+}
+
+/// A branch of Go's code (an `if`, a handler, a return) that a step ports,
+/// and what shows that the step takes it as Go does. Exactly one of
+/// `check`, `rust` and `unchecked` is set.
+#[derive(Clone, Copy, Debug)]
+pub struct Branch {
+    /// The branch, as a Markdown link to it in the Go source
+    /// (`[text](go:controller.go#syncHandler/IsControlledBy)`).
+    pub go: &'static str,
+    /// The behaviour of the step's check that shows it (its `what`).
+    pub check: Option<&'static str>,
+    /// The wrong solution that line catches: `steps/step-N/wrong/NAME.patch`.
+    pub wrong: Option<&'static str>,
+    /// What that wrong solution does, as an attendee would have written it.
+    pub mistake: Option<&'static str>,
+    /// What fixes it, for the teacher.
+    pub fix: Option<&'static str>,
+    /// Why the Rust step has no such branch.
+    pub rust: Option<&'static str>,
+    /// Why no check shows it yet.
+    pub unchecked: Option<&'static str>,
 }
 
 /// A workshop starter: the step with its layer left as gaps.

@@ -207,28 +207,50 @@ async fn every_wrong_solution_fails_its_steps_check_on_the_behaviour_it_breaks()
     let _ = std::fs::remove_dir_all(target_dir().join("wrong-solutions"));
 }
 
-/// The workshop page's table of typical mistakes lists exactly the wrong
-/// solutions kept here, each by the line its check prints: a patch added
-/// without its row (or a row left after its patch went) fails.
+/// Each wrong solution is the one a branch of Go's code names in its
+/// step.toml (`[[branch]]`, `wrong = "NAME"`), for the line that branch's
+/// check prints, and each branch's wrong solution is here: the teacher
+/// notes' table of Go's branches (`cargo xtask steps`) lists them all.
 #[test]
-fn the_workshop_page_lists_every_wrong_solution_by_its_expected_line() {
-    let page = std::fs::read_to_string(workspace().join("book/src/workshop.md"))
-        .expect("book/src/workshop.md");
-    let rows: Vec<&str> = page
-        .lines()
-        .filter_map(|l| l.strip_prefix("| `step-"))
-        .filter_map(|l| l.split_once('`').map(|(line, _)| line))
-        .collect();
-    let mut expected: Vec<String> = wrong_solutions()
-        .iter()
-        .map(|w| w.expect.trim_start_matches("step-").to_string())
-        .collect();
-    expected.sort();
-    expected.dedup();
-    let mut listed: Vec<String> = rows.iter().map(|r| r.to_string()).collect();
-    listed.sort();
-    assert_eq!(
-        listed, expected,
-        "book/src/workshop.md's table of mistakes and steps/step-N/wrong/*.patch's Expect: lines differ"
-    );
+fn every_wrong_solution_is_the_one_a_branch_of_go_names_for_its_line() {
+    let wrongs = wrong_solutions();
+    let mut problems = Vec::new();
+    for wrong in &wrongs {
+        let step = testcluster::steps::step(wrong.step).expect("its step");
+        let stem = wrong.patch.file_stem().and_then(|s| s.to_str()).unwrap();
+        let named: Vec<_> = step
+            .branches
+            .iter()
+            .filter(|b| b.wrong == Some(stem))
+            .collect();
+        match named.as_slice() {
+            [branch] => {
+                let says = format!("step-{} FAIL {}", wrong.step, branch.check.unwrap_or("?"));
+                if says != wrong.expect {
+                    problems.push(format!(
+                        "{}: its Expect: line is {:?}, its branch's check {says:?}",
+                        wrong.name, wrong.expect
+                    ));
+                }
+            }
+            [] => problems.push(format!(
+                "{}: no [[branch]] of steps/step-{}/step.toml has wrong = {stem:?}",
+                wrong.name, wrong.step
+            )),
+            _ => problems.push(format!("{}: named by several branches", wrong.name)),
+        }
+    }
+    for step in testcluster::steps::STEPS {
+        for name in step.branches.iter().filter_map(|b| b.wrong) {
+            if !wrongs.iter().any(|w| {
+                w.step == step.number && w.patch.file_stem().and_then(|s| s.to_str()) == Some(name)
+            }) {
+                problems.push(format!(
+                    "steps/step-{}/step.toml names wrong = {name:?}, but there is no wrong/{name}.patch",
+                    step.number
+                ));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
 }

@@ -9,7 +9,10 @@
 //! step-N`), `bins` (`--bins`), and `floor`, an empty `main` with the
 //! dependencies of the revision's shared crate (its root package, default
 //! features on, the same lock file and profile): what any step pays before
-//! compiling a line of its own. `--repeat` times, the runs interleaved so
+//! compiling a line of its own; and `client`, the floor of any kube
+//! program that lists Foos: an empty `main` with only kube's client (no
+//! runtime), k8s-openapi, tokio, serde and schemars, as the floor pins
+//! them. `--repeat` times, the runs interleaved so
 //! that a slow spell of the machine does not land on one revision or target
 //! only. Cargo's own timing report gives the crates and how long each took;
 //! the wall and CPU time (of cargo and everything it ran) are measured
@@ -27,7 +30,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result, bail, ensure};
 
 use crate::bench::spread;
 
@@ -45,7 +48,8 @@ pub struct FirstBuildArgs {
     #[arg(long, default_value_t = 3)]
     repeat: usize,
     /// What to build: `floor` (an empty main with the shared crate's
-    /// dependencies), `step-N` (`--bin step-N`), `bins` (`--bins`).
+    /// dependencies), `client` (an empty main with only what a kube client
+    /// that lists Foos needs), `step-N` (`--bin step-N`), `bins` (`--bins`).
     #[arg(long, value_delimiter = ',', default_value = "step-1,bins", value_parser = parse_target)]
     targets: Vec<Target>,
     /// The report's name: `book/src/outputs/NAME.txt` and `NAME.json`.
@@ -58,6 +62,8 @@ pub struct FirstBuildArgs {
 enum Target {
     /// An empty `main` with the shared crate's dependencies.
     Floor,
+    /// An empty `main` with the dependencies of [`CLIENT`] only.
+    Client,
     /// `--bin step-N`.
     Step(u8),
     /// `--bins`: every step.
@@ -68,13 +74,14 @@ enum Target {
 fn parse_target(text: &str) -> Result<Target, String> {
     match text {
         "floor" => Ok(Target::Floor),
+        "client" => Ok(Target::Client),
         "bins" => Ok(Target::Bins),
         _ => testcluster::steps::parse(text)
             .filter(|_| text.starts_with("step-"))
             .map(|step| Target::Step(step.number))
             .ok_or_else(|| {
                 format!(
-                    "{text:?} is not a target: floor, bins or step-1 … step-{}",
+                    "{text:?} is not a target: floor, client, bins or step-1 … step-{}",
                     testcluster::steps::STEPS.len()
                 )
             }),
@@ -85,7 +92,7 @@ impl Target {
     /// What cargo is given, after `cargo build`.
     fn cargo_args(self) -> Vec<String> {
         match self {
-            Target::Floor => Vec::new(),
+            Target::Floor | Target::Client => Vec::new(),
             Target::Step(n) => vec!["--bin".into(), format!("step-{n}")],
             Target::Bins => vec!["--bins".into()],
         }
@@ -95,6 +102,7 @@ impl Target {
     fn label(self) -> String {
         match self {
             Target::Floor => "floor".into(),
+            Target::Client => "client".into(),
             Target::Step(n) => format!("--bin step-{n}"),
             Target::Bins => "--bins".into(),
         }
@@ -104,6 +112,7 @@ impl Target {
     fn key(self) -> String {
         match self {
             Target::Floor => "floor".into(),
+            Target::Client => "client".into(),
             Target::Step(n) => format!("step-{n}"),
             Target::Bins => "bins".into(),
         }
@@ -135,8 +144,14 @@ pub fn first_build(args: FirstBuildArgs) -> Result<()> {
         export(&root, &commit, &dir)?;
         println!("==> cargo fetch for {rev} ({commit}): downloads are not part of the figures");
         cargo(&dir, &["fetch", "--quiet"], None)?;
-        if args.targets.contains(&Target::Floor) {
+        if args.targets.contains(&Target::Floor) || args.targets.contains(&Target::Client) {
             floor(&dir, &work.join(format!("floor-{commit}")))?;
+        }
+        if args.targets.contains(&Target::Client) {
+            client(
+                &work.join(format!("floor-{commit}")),
+                &work.join(format!("client-{commit}")),
+            )?;
         }
         sources.push((rev.clone(), commit, dir));
     }
@@ -148,6 +163,7 @@ pub fn first_build(args: FirstBuildArgs) -> Result<()> {
                 let target_dir = work.join(format!("target-{commit}"));
                 let source = match target {
                     Target::Floor => work.join(format!("floor-{commit}")),
+                    Target::Client => work.join(format!("client-{commit}")),
                     _ => dir.clone(),
                 };
                 println!(
@@ -357,7 +373,12 @@ fn report(
     let _ = writeln!(
         out,
         "Wall time min / median / max; CPU time (user + system, cargo and all it ran) median; \
-         ÷ floor: median wall time over the floor's (an empty main with the shared crate's dependencies).\n"
+         ÷ floor: median wall time over the floor's (an empty main with the shared crate's dependencies).{}\n",
+        if targets.contains(&Target::Client) {
+            " client: an empty main with only a kube client's dependencies (no kube runtime)."
+        } else {
+            ""
+        }
     );
     let _ = writeln!(
         out,
@@ -597,6 +618,72 @@ fn floor(export: &Path, dir: &Path) -> Result<()> {
     Ok(())
 }
 
+/// What any program that lists Foos with kube compiles, at the least: the
+/// client without kube's runtime, the Kubernetes types, an async runtime,
+/// serde and schemars (which `#[derive(CustomResource)]` expands to), and
+/// anyhow. Step 1 needs these and more; the floor has all of them.
+const CLIENT: &[&str] = &[
+    "anyhow",
+    "k8s-openapi",
+    "kube",
+    "schemars",
+    "serde",
+    "serde_json",
+    "tokio",
+];
+
+/// Writes into `dir` the client floor made from the floor crate in `floor`
+/// (see [`floor`]): its dependencies cut to [`CLIENT`], kube without its
+/// `runtime` feature and tokio with only `macros` and `rt-multi-thread`;
+/// the same versions, lock file and profiles.
+fn client(floor: &Path, dir: &Path) -> Result<()> {
+    use toml_edit::{Array, DocumentMut, Value};
+
+    let manifest = floor.join("Cargo.toml");
+    let mut doc: DocumentMut = std::fs::read_to_string(&manifest)
+        .with_context(|| format!("reading {}", manifest.display()))?
+        .parse()
+        .with_context(|| format!("parsing {}", manifest.display()))?;
+    doc["package"]["name"] = toml_edit::value("client-floor");
+    let deps = doc["dependencies"]
+        .as_table_like_mut()
+        .context("the floor has no [dependencies]")?;
+    let names: Vec<String> = deps.iter().map(|(name, _)| name.to_string()).collect();
+    for name in names {
+        if !CLIENT.contains(&name.as_str()) {
+            deps.remove(&name);
+        }
+    }
+    for name in CLIENT {
+        ensure!(
+            deps.contains_key(name),
+            "the floor has no dependency {name}"
+        );
+    }
+    let kube = deps
+        .get_mut("kube")
+        .and_then(|item| item.as_value_mut())
+        .and_then(Value::as_inline_table_mut)
+        .context("kube is not an inline table")?;
+    if let Some(features) = kube.get_mut("features").and_then(Value::as_array_mut) {
+        features.retain(|feature| feature.as_str() != Some("runtime"));
+    }
+    let tokio = deps
+        .get_mut("tokio")
+        .and_then(|item| item.as_value_mut())
+        .and_then(Value::as_inline_table_mut)
+        .context("tokio is not an inline table")?;
+    let features: Array = ["macros", "rt-multi-thread"].into_iter().collect();
+    tokio.insert("features", Value::Array(features));
+    let _ = std::fs::remove_dir_all(dir);
+    std::fs::create_dir_all(dir.join("src"))?;
+    std::fs::write(dir.join("Cargo.toml"), doc.to_string())?;
+    std::fs::write(dir.join("src/main.rs"), "fn main() {}\n")?;
+    std::fs::copy(floor.join("Cargo.lock"), dir.join("Cargo.lock"))
+        .context("copying the floor's Cargo.lock")?;
+    Ok(())
+}
+
 /// User plus system CPU seconds of this process's waited-for descendants.
 fn children_cpu_seconds() -> f64 {
     // SAFETY: getrusage only writes the struct it is given.
@@ -760,7 +847,65 @@ debug = false
     }
 
     #[test]
+    fn the_client_floor_keeps_only_what_a_kube_client_needs_without_kubes_runtime() {
+        let tmp = tempfile::tempdir().unwrap();
+        let floor_dir = tmp.path().join("floor");
+        std::fs::create_dir_all(&floor_dir).unwrap();
+        std::fs::write(
+            floor_dir.join("Cargo.toml"),
+            r#"[package]
+name = "floor"
+version = "0.1.0"
+
+[workspace]
+
+[dependencies]
+anyhow = { version = "1" }
+clap = { version = "4", features = ["derive"] }
+k8s-openapi = { version = "0.29.0", features = ["v1_37"] }
+kube = { version = "5.0.0", default-features = false, features = ["client", "runtime", "derive"] }
+schemars = { version = "1" }
+serde = { version = "1", features = ["derive"] }
+serde_json = { version = "1" }
+tokio = { version = "1", features = ["macros", "rt-multi-thread", "signal"] }
+tracing-subscriber = { version = "0.3", features = ["env-filter"] }
+"#,
+        )
+        .unwrap();
+        std::fs::write(floor_dir.join("Cargo.lock"), "version = 4\n").unwrap();
+        let dir = tmp.path().join("client");
+        client(&floor_dir, &dir).unwrap();
+        let manifest: toml::Table =
+            toml::from_str(&std::fs::read_to_string(dir.join("Cargo.toml")).unwrap()).unwrap();
+        let deps = manifest["dependencies"].as_table().unwrap();
+        let names: Vec<&str> = deps.keys().map(String::as_str).collect();
+        assert_eq!(names, CLIENT);
+        let features = |dep: &str| -> Vec<String> {
+            deps[dep]["features"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter_map(|f| f.as_str().map(str::to_string))
+                .collect()
+        };
+        assert_eq!(features("kube"), ["client", "derive"]);
+        assert_eq!(features("tokio"), ["macros", "rt-multi-thread"]);
+        assert_eq!(features("k8s-openapi"), ["v1_37"]);
+        assert_eq!(manifest["package"]["name"].as_str(), Some("client-floor"));
+        assert!(dir.join("Cargo.lock").is_file());
+
+        std::fs::write(
+            floor_dir.join("Cargo.toml"),
+            "[package]\nname = \"floor\"\n\n[dependencies]\nkube = { version = \"5\" }\n",
+        )
+        .unwrap();
+        let err = client(&floor_dir, &dir).unwrap_err();
+        assert!(format!("{err:#}").contains("no dependency"), "{err:#}");
+    }
+
+    #[test]
     fn a_target_is_the_floor_bins_or_a_step_of_the_registry() {
+        assert_eq!(parse_target("client"), Ok(Target::Client));
         assert_eq!(parse_target("floor"), Ok(Target::Floor));
         assert_eq!(parse_target("bins"), Ok(Target::Bins));
         assert_eq!(parse_target("step-1"), Ok(Target::Step(1)));

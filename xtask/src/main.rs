@@ -9,7 +9,7 @@
 //! * `cargo xtask watch step-N`: a step's flow (watch events, handlers, queue, workers,
 //!   requests, Events) drawn live on a page at 127.0.0.1, for a projector.
 //! * `cargo xtask steps`: write what the step folders make (the README's table of steps, the
-//!   workshop starters and their `[[bin]]` list).
+//!   teacher notes' table of Go's branches, the workshop starters and their `[[bin]]` list).
 //! * `cargo xtask check step-N`: a workshop starter (or `--reference`, the step) against its
 //!   behaviour checks on a real API server, one line per behaviour.
 //! * `cargo xtask prepare`: ready a machine for the workshop the day before (builds everything,
@@ -38,8 +38,8 @@ mod markdown;
 mod oldest;
 mod prepare;
 mod preprocess;
-mod readme;
 mod setup;
+mod steps;
 mod watch;
 mod workshop;
 
@@ -104,9 +104,10 @@ enum Command {
     /// modules, the k8s-openapi feature) and list the book passages whose Go source
     /// changed; `--dry-run` only lists them.
     BumpKubernetes(bump::BumpArgs),
-    /// Write what the step folders make: README.md's table of steps (from
-    /// each steps/step-N/step.toml), then what `workshop` writes; `--check`
-    /// only says what is stale. Run it after adding or renaming a step.
+    /// Write what the step folders make: README.md's table of steps and the
+    /// teacher notes' table of Go's branches (from each
+    /// steps/step-N/step.toml), then what `workshop` writes; `--check` only
+    /// says what is stale. Run it after changing a step.toml.
     Steps {
         /// Fail if a committed file is not what would be written.
         #[arg(long)]
@@ -202,7 +203,7 @@ async fn main() -> ExitCode {
             ..
         } => workshop::write_finished(&dir),
         Command::Workshop { check, .. } => workshop::workshop(check),
-        Command::Steps { check } => steps(check),
+        Command::Steps { check } => steps::steps(check),
         Command::BumpKubernetes(args) => bump::bump(args),
         Command::Book(BookCli::Book(command)) => book::run(command).await,
         Command::Book(BookCli::Preprocess { command }) => preprocess::preprocess(command),
@@ -219,19 +220,6 @@ async fn main() -> ExitCode {
 
 /// The exit code of a command that decides its own success (`check`), or
 /// 1 after printing its error.
-/// `cargo xtask steps [--check]`: the README's table of steps, then the
-/// workshop's files, from the step folders.
-fn steps(check: bool) -> Result<()> {
-    let stale = readme::readme(check)?;
-    workshop::workshop(check)?;
-    anyhow::ensure!(
-        stale.is_empty(),
-        "{} not what the step folders make: run `cargo xtask steps`",
-        stale.join(", ")
-    );
-    Ok(())
-}
-
 fn exit_code(result: Result<ExitCode>) -> ExitCode {
     result.unwrap_or_else(|err| {
         eprintln!("error: {err:#}");

@@ -65,28 +65,37 @@ pub(super) async fn create_owned_deployment(
     name: &str,
     owner: &Foo,
 ) -> Checked<Deployment> {
+    let owners = json!([{
+        "apiVersion": "samplecontroller.k8s.io/v1alpha1",
+        "kind": "Foo",
+        "name": owner.name_any(),
+        "uid": owner.uid().unwrap_or_default(),
+        "controller": true,
+        "blockOwnerDeletion": true,
+    }]);
+    create_deployment_with_owners(client, ns, name, owners).await
+}
+
+/// A Deployment with the owner references `owners` (a JSON array), as
+/// someone other than the controller might create it.
+pub(super) async fn create_deployment_with_owners(
+    client: &Client,
+    ns: &str,
+    name: &str,
+    owners: serde_json::Value,
+) -> Checked<Deployment> {
     let d: Deployment = serde_json::from_value(json!({
-        "metadata": {
-            "name": name,
-            "ownerReferences": [{
-                "apiVersion": "samplecontroller.k8s.io/v1alpha1",
-                "kind": "Foo",
-                "name": owner.name_any(),
-                "uid": owner.uid().unwrap_or_default(),
-                "controller": true,
-                "blockOwnerDeletion": true,
-            }],
-        },
+        "metadata": {"name": name, "ownerReferences": owners},
         "spec": {
             "replicas": 1,
-            "selector": {"matchLabels": {"app": "nginx", "controller": owner.name_any()}},
+            "selector": {"matchLabels": {"app": "nginx", "controller": name}},
             "template": {
-                "metadata": {"labels": {"app": "nginx", "controller": owner.name_any()}},
+                "metadata": {"labels": {"app": "nginx", "controller": name}},
                 "spec": {"containers": [{"name": "nginx", "image": "nginx:latest"}]}
             }
         }
     }))
-    .map_err(|e| failure("an owned Deployment", e))?;
+    .map_err(|e| failure("a Deployment with owner references", e))?;
     deployments(client, ns)
         .create(&PostParams::default(), &d)
         .await

@@ -484,7 +484,7 @@ impl Program {
     /// A failure of `expected`, saying how the program fared meanwhile.
     fn explain(&mut self, expected: String, err: impl fmt::Display) -> Failure {
         let mut happened = err.to_string();
-        if !self.process.is_running() {
+        if !self.process.is_running() && !happened.contains("exited") {
             happened.push_str("; it exited");
         }
         // Its first panic (where and why), then its last lines.

@@ -1,0 +1,275 @@
+//! What the step folders make, written where readers look: the README's
+//! table of steps (each `steps/step-N/step.toml`'s `title` and `go`) and
+//! the teacher notes' table of Go's branches (each step.toml's `[[branch]]`
+//! tables), so that a step folder is the one place either is written.
+//! `cargo xtask steps` writes both, then what `cargo xtask workshop` writes.
+
+use anyhow::{Context, Result, bail, ensure};
+use testcluster::steps::{Branch, STEPS, Step, behaviours};
+
+/// The README's table of steps starts at this line.
+const README_HEADER: &str = "| Step | Run | Adds | Go counterpart |";
+
+/// The teacher notes' table of Go's branches starts at this line.
+const BRANCHES_HEADER: &str = "| Step | Go's branch | The check says | What they wrote | The fix |";
+
+/// `text` with the table that starts at the line `header` (the header, its
+/// `|---` line, then every line that starts with `|`) holding `rows`
+/// instead; the rest as it was. An error if `text` has no such table.
+fn with_table(text: &str, header: &str, rows: &[String]) -> Result<String> {
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    let start = lines
+        .iter()
+        .position(|line| line.trim_end() == header)
+        .with_context(|| format!("no table starts with the line {header:?}"))?;
+    ensure!(
+        lines
+            .get(start + 1)
+            .is_some_and(|line| line.starts_with("|---")),
+        "the table {header:?} has no |---| line under its header"
+    );
+    let end = (start + 2..lines.len())
+        .find(|&i| !lines[i].starts_with('|'))
+        .unwrap_or(lines.len());
+    let mut out: String = lines[..start + 2].concat();
+    for row in rows {
+        out.push_str(row);
+        out.push('\n');
+    }
+    out.push_str(&lines[end..].concat());
+    Ok(out)
+}
+
+/// A step's row in the README: its number, how to run it, what it adds,
+/// its Go counterpart.
+fn readme_row(step: &Step) -> String {
+    format!(
+        "| {} | `cargo run --bin {}` | {} | {} |",
+        step.number, step.binary, step.title, step.go
+    )
+}
+
+/// The rows of the teacher notes' table: every branch of every step, in
+/// step order. An error names a branch that is not what its fields say
+/// (`Branch`'s rules), or a cell that would break the table.
+fn branch_rows(steps: &[Step]) -> Result<Vec<String>> {
+    let mut rows = Vec::new();
+    for step in steps {
+        let n = step.number;
+        let known = behaviours(n);
+        for branch in step.branches {
+            let Branch {
+                go,
+                check,
+                wrong,
+                mistake,
+                fix,
+                rust,
+                unchecked,
+            } = *branch;
+            let which = format!("steps/step-{n}/step.toml, the [[branch]] {go:?}");
+            let (says, wrote, fixed) = match (check, rust, unchecked) {
+                (Some(check), None, None) => {
+                    let Some(behaviour) = known.iter().find(|b| b.what == check) else {
+                        bail!("{which}: step {n}'s check has no line {check:?}");
+                    };
+                    match (wrong, mistake, fix) {
+                        (Some(_), Some(mistake), Some(fix)) => (
+                            format!("`step-{n} FAIL {check}`"),
+                            mistake.to_string(),
+                            format!(
+                                "{fix} ([{}]({}))",
+                                page_name(behaviour.chapter),
+                                behaviour.chapter
+                            ),
+                        ),
+                        (None, None, None) => (
+                            check.to_string(),
+                            "no wrong solution kept yet".to_string(),
+                            String::new(),
+                        ),
+                        _ => bail!("{which}: `wrong`, `mistake` and `fix` go together"),
+                    }
+                }
+                (None, Some(rust), None) if wrong.is_none() => {
+                    (format!("none: {rust}"), String::new(), String::new())
+                }
+                (None, None, Some(why)) if wrong.is_none() => {
+                    (format!("not checked: {why}"), String::new(), String::new())
+                }
+                _ => bail!(
+                    "{which}: exactly one of `check`, `rust` and `unchecked`, and a `wrong` only with a `check`"
+                ),
+            };
+            let cells = [go.to_string(), says, wrote, fixed];
+            if let Some(cell) = cells.iter().find(|c| c.contains('|') || c.contains('\n')) {
+                bail!("{which}: a cell of the table cannot hold | or a line break: {cell:?}");
+            }
+            rows.push(format!("| {n} | {} |", cells.join(" | ")));
+        }
+    }
+    Ok(rows)
+}
+
+/// What a link to `chapter` (`step-5.md#the-rust-code`) says: `step 5`.
+fn page_name(chapter: &str) -> String {
+    let page = chapter.split(['.', '#']).next().unwrap_or(chapter);
+    page.replace('-', " ")
+}
+
+/// Writes `path` (from the repository root) as `make` turns what it holds,
+/// or with `check` only compares. Returns `path` if it is stale.
+fn write(path: &str, check: bool, make: impl Fn(&str) -> Result<String>) -> Result<Option<String>> {
+    let full = crate::repo_root().join(path);
+    let committed =
+        std::fs::read_to_string(&full).with_context(|| format!("reading {}", full.display()))?;
+    let written = make(&committed).with_context(|| path.to_string())?;
+    if written == committed {
+        println!("    {path}: current");
+        Ok(None)
+    } else if check {
+        println!("    {path}: STALE");
+        Ok(Some(path.to_string()))
+    } else {
+        std::fs::write(&full, written).with_context(|| format!("writing {}", full.display()))?;
+        println!("    {path}: written");
+        Ok(None)
+    }
+}
+
+/// `cargo xtask steps [--check]`: the README's table of steps and the
+/// teacher notes' table of Go's branches, then the workshop's files.
+pub fn steps(check: bool) -> Result<()> {
+    let readme_rows: Vec<String> = STEPS.iter().map(readme_row).collect();
+    let branches = branch_rows(STEPS)?;
+    let stale: Vec<String> = [
+        write("README.md", check, |text| {
+            with_table(text, README_HEADER, &readme_rows)
+        })?,
+        write("book/src/workshop.md", check, |text| {
+            with_table(text, BRANCHES_HEADER, &branches)
+        })?,
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    crate::workshop::workshop(check)?;
+    ensure!(
+        stale.is_empty(),
+        "{} not what the step folders make: run `cargo xtask steps`",
+        stale.join(", ")
+    );
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn committed(path: &str) -> String {
+        std::fs::read_to_string(crate::repo_root().join(path)).unwrap()
+    }
+
+    #[test]
+    fn the_committed_readme_has_a_row_per_step_and_no_other() {
+        let text = committed("README.md");
+        let rows: Vec<String> = STEPS.iter().map(readme_row).collect();
+        assert_eq!(
+            with_table(&text, README_HEADER, &rows).unwrap(),
+            text,
+            "README.md's table of steps is stale: run `cargo xtask steps`"
+        );
+    }
+
+    #[test]
+    fn the_teacher_notes_have_a_row_per_branch_of_every_step_and_no_other() {
+        let text = committed("book/src/workshop.md");
+        let rows = branch_rows(STEPS).unwrap();
+        assert_eq!(
+            with_table(&text, BRANCHES_HEADER, &rows).unwrap(),
+            text,
+            "book/src/workshop.md's table of Go's branches is stale: run `cargo xtask steps`"
+        );
+    }
+
+    #[test]
+    fn the_table_is_replaced_and_what_surrounds_it_kept() {
+        let text = format!(
+            "# Title\n\nText.\n\n{README_HEADER}\n|---|---|---|---|\n| 9 | old | row | here |\n\nAfter.\n| not | the table |\n"
+        );
+        let written = with_table(&text, README_HEADER, &[readme_row(&STEPS[0])]).unwrap();
+        assert_eq!(
+            written,
+            format!(
+                "# Title\n\nText.\n\n{README_HEADER}\n|---|---|---|---|\n{}\n\nAfter.\n| not | the table |\n",
+                readme_row(&STEPS[0])
+            )
+        );
+    }
+
+    #[test]
+    fn a_text_without_the_table_is_an_error_that_names_its_header() {
+        let err = with_table("# Title\n", README_HEADER, &[]).unwrap_err();
+        assert!(format!("{err:#}").contains(README_HEADER), "{err:#}");
+    }
+
+    /// Step 3 with `branches` instead of its own.
+    fn step_3_with(branches: &'static [Branch]) -> Vec<Step> {
+        let step = STEPS.iter().find(|s| s.number == 3).unwrap();
+        vec![Step { branches, ..*step }]
+    }
+
+    const NOTHING: Branch = Branch {
+        go: "[`handleObject`](go:controller.go#handleObject)",
+        check: None,
+        wrong: None,
+        mistake: None,
+        fix: None,
+        rust: None,
+        unchecked: None,
+    };
+
+    #[test]
+    fn a_branch_must_say_what_checks_it_or_why_nothing_does() {
+        let err = branch_rows(&step_3_with(&[NOTHING])).unwrap_err();
+        assert!(format!("{err:#}").contains("exactly one of"), "{err:#}");
+        const TWO: Branch = Branch {
+            check: Some("a Foo added: enqueues its key"),
+            rust: Some("no tombstones"),
+            ..NOTHING
+        };
+        assert!(branch_rows(&step_3_with(&[TWO])).is_err());
+    }
+
+    #[test]
+    fn a_branch_checked_by_a_line_its_step_does_not_have_is_an_error() {
+        const UNKNOWN: Branch = Branch {
+            check: Some("a Foo added: enqueues its key twice"),
+            ..NOTHING
+        };
+        let err = branch_rows(&step_3_with(&[UNKNOWN])).unwrap_err();
+        assert!(format!("{err:#}").contains("has no line"), "{err:#}");
+    }
+
+    #[test]
+    fn a_wrong_solution_comes_with_the_mistake_and_its_fix() {
+        const HALF: Branch = Branch {
+            check: Some("a Foo added: enqueues its key"),
+            wrong: Some("ignores-new-foos"),
+            ..NOTHING
+        };
+        let err = branch_rows(&step_3_with(&[HALF])).unwrap_err();
+        assert!(format!("{err:#}").contains("go together"), "{err:#}");
+        const WHOLE: Branch = Branch {
+            mistake: Some("enqueued nothing on add"),
+            fix: Some("enqueue the Foo's key"),
+            ..HALF
+        };
+        assert_eq!(
+            branch_rows(&step_3_with(&[WHOLE])).unwrap(),
+            [
+                "| 3 | [`handleObject`](go:controller.go#handleObject) | `step-3 FAIL a Foo added: enqueues its key` | enqueued nothing on add | enqueue the Foo's key ([step 3](step-3.md#the-rust-code)) |"
+            ]
+        );
+    }
+}
