@@ -11,7 +11,8 @@ use testcluster::steps::{Branch, STEPS, Step, behaviours};
 const README_HEADER: &str = "| Step | Run | Adds | Go counterpart |";
 
 /// The teacher notes' table of Go's branches starts at this line.
-const BRANCHES_HEADER: &str = "| Step | Go's branch | The check says | What they wrote | The fix |";
+const BRANCHES_HEADER: &str =
+    "| Step: Go's branch | The check says | A mistake it catches, and the fix |";
 
 /// `text` with the table that starts at the line `header` (the header, its
 /// `|---` line, then every line that starts with `|`) holding `rows`
@@ -68,7 +69,7 @@ fn branch_rows(steps: &[Step]) -> Result<Vec<String>> {
                 unchecked,
             } = *branch;
             let which = format!("steps/step-{n}/step.toml, the [[branch]] {go:?}");
-            let (says, wrote, fixed) = match (check, rust, unchecked) {
+            let (says, caught) = match (check, rust, unchecked) {
                 (Some(check), None, None) => {
                     let Some(behaviour) = known.iter().find(|b| b.what == check) else {
                         bail!("{which}: step {n}'s check has no line {check:?}");
@@ -76,36 +77,31 @@ fn branch_rows(steps: &[Step]) -> Result<Vec<String>> {
                     match (wrong, mistake, fix) {
                         (Some(_), Some(mistake), Some(fix)) => (
                             format!("`step-{n} FAIL {check}`"),
-                            mistake.to_string(),
                             format!(
-                                "{fix} ([{}]({}))",
+                                "{mistake}. The fix: {fix} ([{}]({}))",
                                 page_name(behaviour.chapter),
                                 behaviour.chapter
                             ),
                         ),
-                        (None, None, None) => (
-                            check.to_string(),
-                            "no wrong solution kept yet".to_string(),
-                            String::new(),
-                        ),
+                        (None, None, None) => (check.to_string(), "none kept yet".to_string()),
                         _ => bail!("{which}: `wrong`, `mistake` and `fix` go together"),
                     }
                 }
                 (None, Some(rust), None) if wrong.is_none() => {
-                    (format!("none: {rust}"), String::new(), String::new())
+                    (format!("none: {rust}"), String::new())
                 }
                 (None, None, Some(why)) if wrong.is_none() => {
-                    (format!("not checked: {why}"), String::new(), String::new())
+                    (format!("not checked: {why}"), String::new())
                 }
                 _ => bail!(
                     "{which}: exactly one of `check`, `rust` and `unchecked`, and a `wrong` only with a `check`"
                 ),
             };
-            let cells = [go.to_string(), says, wrote, fixed];
+            let cells = [format!("{n}: {go}"), says, caught];
             if let Some(cell) = cells.iter().find(|c| c.contains('|') || c.contains('\n')) {
                 bail!("{which}: a cell of the table cannot hold | or a line break: {cell:?}");
             }
-            rows.push(format!("| {n} | {} |", cells.join(" | ")));
+            rows.push(format!("| {} |", cells.join(" | ")));
         }
     }
     Ok(rows)
@@ -268,7 +264,7 @@ mod tests {
         assert_eq!(
             branch_rows(&step_3_with(&[WHOLE])).unwrap(),
             [
-                "| 3 | [`handleObject`](go:controller.go#handleObject) | `step-3 FAIL a Foo added: enqueues its key` | enqueued nothing on add | enqueue the Foo's key ([step 3](step-3.md#the-rust-code)) |"
+                "| 3: [`handleObject`](go:controller.go#handleObject) | `step-3 FAIL a Foo added: enqueues its key` | enqueued nothing on add. The fix: enqueue the Foo's key ([step 3](step-3.md#the-rust-code)) |"
             ]
         );
     }
