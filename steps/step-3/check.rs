@@ -66,17 +66,22 @@ pub(super) const STEP_3: &[Behaviour] = &[
     STEP_3_STOP,
 ];
 
-/// The handler's decision for the first change of `what` (`Deployment
-/// added NS/NAME`): `Ok` if it is exactly `ignored (why)`, else a failure
-/// that shows what the handler did instead.
-async fn ignored_as(p: &mut Program, what: &str, why: &Ignored) -> Checked<()> {
+/// The handler's decision on the first change the program prints as `what`
+/// (`Deployment added NS/NAME`): `Ok` if it is exactly `decision`
+/// (`enqueue NS/NAME`, `ignored (why)`), else a failure that shows what the
+/// handler decided instead, at once.
+async fn decides(p: &mut Program, what: &str, decision: &str) -> Checked<()> {
     let line = p.expect(&[what]).await?;
-    let wanted = format!("ignored ({why})");
-    if has_whole(&line, &wanted) {
+    if has_whole(&line, &format!("-> {decision}")) {
         Ok(())
     } else {
-        Err(failure(format!("{what} -> {wanted}"), line))
+        Err(failure(format!("{what} -> {decision}"), line))
     }
+}
+
+/// `ignored (why)`, as step 3 prints a handler's `Err(why)`.
+fn ignored(why: Ignored) -> String {
+    format!("ignored ({why})")
 }
 
 /// `("41", "42")` from `… (resourceVersion 41 -> 42) …`.
@@ -95,11 +100,8 @@ async fn step_3(mut s: Scenario<'_>) -> Vec<Line> {
                 let ns = namespace(&client, "step3").await?;
                 let mut p = Program::start(target, &ns, &["--resync", "2"])?;
                 let foo = create_foo(&client, &ns, "watched", "watched-nginx", 1).await?;
-                p.expect(&[
-                    &format!("Foo added {ns}/watched"),
-                    &format!("enqueue {ns}/watched"),
-                ])
-                .await?;
+                let added = format!("Foo added {ns}/watched");
+                decides(&mut p, &added, &format!("enqueue {ns}/watched")).await?;
                 Ok((p, ns, foo))
             })
             .await?;
@@ -109,22 +111,15 @@ async fn step_3(mut s: Scenario<'_>) -> Vec<Line> {
                 let updated = merge(&foos, "watched", json!({"spec": {"replicas": 2}})).await?;
                 let (old, new) = (foo.resource_version(), updated.resource_version());
                 let (old, new) = (old.unwrap_or_default(), new.unwrap_or_default());
-                p.expect(&[
-                    &format!("Foo updated {ns}/watched (resourceVersion {old} -> {new})"),
-                    &format!("enqueue {ns}/watched"),
-                ])
-                .await?;
+                let change = format!("Foo updated {ns}/watched (resourceVersion {old} -> {new})");
+                decides(&mut p, &change, &format!("enqueue {ns}/watched")).await?;
                 Ok(updated)
             })
             .await?;
         s.check(STEP_3_OWNED_ADDED, async {
             create_owned_deployment(&client, &ns, "watched-nginx", &updated).await?;
-            p.expect(&[
-                &format!("Deployment added {ns}/watched-nginx"),
-                &format!("enqueue {ns}/watched"),
-            ])
-            .await?;
-            Ok(())
+            let added = format!("Deployment added {ns}/watched-nginx");
+            decides(&mut p, &added, &format!("enqueue {ns}/watched")).await
         })
         .await?;
         s.check(STEP_3_REPLAY, async {
@@ -145,12 +140,8 @@ async fn step_3(mut s: Scenario<'_>) -> Vec<Line> {
         .await?;
         s.check(STEP_3_FOREIGN, async {
             create_foreign_deployment(&client, &ns, "unowned").await?;
-            p.expect(&[
-                &format!("Deployment added {ns}/unowned"),
-                &format!("ignored ({})", Ignored::NoController),
-            ])
-            .await?;
-            Ok(())
+            let added = format!("Deployment added {ns}/unowned");
+            decides(&mut p, &added, &ignored(Ignored::NoController)).await
         })
         .await?;
         s.check(STEP_3_NOT_A_FOO, async {
@@ -165,13 +156,9 @@ async fn step_3(mut s: Scenario<'_>) -> Vec<Line> {
                  "uid": "00000000-0000-0000-0000-000000000001", "controller": true},
             ]);
             create_deployment_with_owners(&client, &ns, "by-replicaset", owners).await?;
+            let added = format!("Deployment added {ns}/by-replicaset");
             let kind = Ignored::NotAFoo("ReplicaSet".into());
-            ignored_as(
-                &mut p,
-                &format!("Deployment added {ns}/by-replicaset"),
-                &kind,
-            )
-            .await
+            decides(&mut p, &added, &ignored(kind)).await
         })
         .await?;
         s.check(STEP_3_ORPHAN, async {
@@ -181,26 +168,21 @@ async fn step_3(mut s: Scenario<'_>) -> Vec<Line> {
                  "controller": true},
             ]);
             create_deployment_with_owners(&client, &ns, "orphaned", owners).await?;
+            let added = format!("Deployment added {ns}/orphaned");
             let orphan = Ignored::Orphan("ghost".into());
-            ignored_as(&mut p, &format!("Deployment added {ns}/orphaned"), &orphan).await
+            decides(&mut p, &added, &ignored(orphan)).await
         })
         .await?;
         s.check(STEP_3_OWNED_DELETED, async {
             delete(&deployments(&client, &ns), "watched-nginx").await?;
-            p.expect(&[
-                &format!("Deployment deleted {ns}/watched-nginx"),
-                &format!("enqueue {ns}/watched"),
-            ])
-            .await?;
-            Ok(())
+            let deleted = format!("Deployment deleted {ns}/watched-nginx");
+            decides(&mut p, &deleted, &format!("enqueue {ns}/watched")).await
         })
         .await?;
         s.check(STEP_3_FOO_DELETED, async {
             delete(&foos, "watched").await?;
-            let ignored = format!("ignored ({})", Ignored::FooDeleted);
-            p.expect(&[&format!("Foo deleted {ns}/watched"), &ignored])
-                .await?;
-            Ok(())
+            let deleted = format!("Foo deleted {ns}/watched");
+            decides(&mut p, &deleted, &ignored(Ignored::FooDeleted)).await
         })
         .await?;
         s.check(STEP_3_STOP, p.stops_cleanly(Duration::from_secs(10)))

@@ -109,6 +109,30 @@ static OLDEST: LazyLock<Regex> = LazyLock::new(|| {
 /// after one of these is theirs.
 const OTHER_PROJECTS: &[&str] = &["k8s-openapi ", "rustls "];
 
+/// Every package in Cargo.lock: a version right after one of these names
+/// and a space is that crate's, as cargo prints them (`object v0.39.1` in a
+/// build's timings).
+static CRATES: LazyLock<std::collections::BTreeSet<String>> = LazyLock::new(|| {
+    let lock = std::fs::read_to_string(root().join("Cargo.lock")).expect("Cargo.lock");
+    lock.lines()
+        .filter_map(|l| l.strip_prefix("name = \""))
+        .filter_map(|l| l.strip_suffix('"'))
+        .map(str::to_string)
+        .collect()
+});
+
+/// Whether `before` (the text before a version) ends with a crate's name
+/// and a space.
+fn after_a_crate(before: &str) -> bool {
+    let Some(before) = before.strip_suffix(' ') else {
+        return false;
+    };
+    let start = before
+        .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '_'))
+        .map_or(0, |i| i + 1);
+    CRATES.contains(&before[start..])
+}
+
 /// Text that names another version on purpose: (file, text, why).
 const ELSEWHERE: &[(&str, &str, &str)] = &[(
     "controlplane/README.md",
@@ -148,9 +172,9 @@ fn disagreements(text: &str) -> Vec<(usize, String, &'static str, &'static str)>
                 continue;
             }
             let named = version.as_str();
-            let theirs = OTHER_PROJECTS
-                .iter()
-                .any(|p| text[..version.start()].ends_with(p));
+            let before = &text[..version.start()];
+            let theirs =
+                OTHER_PROJECTS.iter().any(|p| before.ends_with(p)) || after_a_crate(before);
             if !theirs && named.trim_start_matches('v') != rule.wanted.trim_start_matches('v') {
                 let line = text[..version.start()].lines().count().max(1);
                 found.entry(version.start()).or_insert((
@@ -343,6 +367,8 @@ fn each_rule_rejects_another_version() {
         // Other versions of other things.
         "k8s-openapi v0.29.0, rustls v0.23.46, Kubernetes 1.33 ships with WatchList off"
             .to_string(),
+        // A build's timings: any crate of Cargo.lock, at its own version.
+        "    2.6  object v0.39.1".to_string(),
     ];
     for line in &right {
         assert_eq!(disagreements(line), [], "{line}");
