@@ -60,15 +60,31 @@ fn copy_renamed(from: &Path, to: &Path) {
     }
 }
 
-/// Replaces the line of `file` (in `copy`) that starts with `key`.
+/// Replaces the line of `file` (in `copy`) that starts with `key`, among
+/// its top-level keys (before its first `[table]`: a step.toml's
+/// `[[branch]]` tables have keys of the same names).
 fn set_line(copy: &Path, file: &str, key: &str, line: &str) {
     let path = copy.join(file);
     let text = std::fs::read_to_string(&path).expect(file);
-    let count = text.lines().filter(|l| l.starts_with(key)).count();
-    assert_eq!(count, 1, "{file}: one line starting with {key:?}");
+    let top = text
+        .lines()
+        .position(|l| l.starts_with('['))
+        .unwrap_or(usize::MAX);
+    let at: Vec<usize> = text
+        .lines()
+        .enumerate()
+        .filter(|(i, l)| *i < top && l.starts_with(key))
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(
+        at.len(),
+        1,
+        "{file}: one top-level line starting with {key:?}"
+    );
     let text: Vec<&str> = text
         .lines()
-        .map(|l| if l.starts_with(key) { line } else { l })
+        .enumerate()
+        .map(|(i, l)| if i == at[0] { line } else { l })
         .collect();
     std::fs::write(&path, text.join("\n") + "\n").expect(file);
 }
