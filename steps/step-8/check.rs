@@ -355,7 +355,7 @@ async fn step_8_foos_lag(mut s: Scenario<'_>) -> Vec<Line> {
                 LAG
             );
             if since.items.iter().any(|d| d.name_any() == "gone") {
-                return Err(p.explain(expected, RECREATED));
+                return Err(p.explain(expected, RECREATED, false));
             }
             let rv = since.metadata.resource_version.unwrap_or_default();
             let mut created = deployments
@@ -373,7 +373,7 @@ async fn step_8_foos_lag(mut s: Scenario<'_>) -> Vec<Line> {
                 };
                 match event {
                     Some(Ok(kube::api::WatchEvent::Added(d))) if d.name_any() == "gone" => {
-                        return Err(p.explain(expected, RECREATED));
+                        return Err(p.explain(expected, RECREATED, false));
                     }
                     Some(Ok(kube::api::WatchEvent::Added(d)))
                         if d.name_any() == "kept" && d.uid() != kept.uid() =>

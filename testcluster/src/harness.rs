@@ -8,6 +8,7 @@
 //! reads [`crate::steps`] and builds the step's package with cargo), the
 //! captures from target/debug.
 
+use std::fmt;
 use std::path::Path;
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
@@ -69,6 +70,35 @@ where
     }
     Ok(())
 }
+
+/// Why [`Process::expect_where`] found no line: the process exited first,
+/// or the wait ran out while it still ran.
+#[derive(Debug)]
+pub struct NoLine {
+    /// The process's name.
+    pub name: String,
+    /// The line that was wanted, as described.
+    pub what: String,
+    /// Whether the process had exited (else it was still running).
+    pub exited: bool,
+    /// How long it was waited for.
+    pub wait: Duration,
+}
+
+impl fmt::Display for NoLine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let NoLine {
+            name, what, wait, ..
+        } = self;
+        if self.exited {
+            write!(f, "{name} exited before printing {what:?}")
+        } else {
+            write!(f, "{name} did not print {what:?} within {wait:?}")
+        }
+    }
+}
+
+impl std::error::Error for NoLine {}
 
 /// A program running as a child process, its stdout and stderr merged line
 /// by line; each line read is printed as `[name] line` and kept in `output`.
@@ -147,6 +177,8 @@ impl Process {
     }
 
     /// Waits for a line matching `matches` (described by `what` in errors).
+    /// When none comes, the error is a [`NoLine`], which says whether the
+    /// process exited or the wait ran out.
     pub async fn expect_where(
         &mut self,
         what: &str,
@@ -161,12 +193,24 @@ impl Process {
                         return Ok(line);
                     }
                 }
-                Ok(None) => bail!("{} exited before printing {what:?}", self.name),
-                Err(_) => bail!(
-                    "{} did not print {what:?} within {:?}",
-                    self.name,
-                    self.wait
-                ),
+                Ok(None) => {
+                    return Err(NoLine {
+                        name: self.name.clone(),
+                        what: what.to_string(),
+                        exited: true,
+                        wait: self.wait,
+                    }
+                    .into());
+                }
+                Err(_) => {
+                    return Err(NoLine {
+                        name: self.name.clone(),
+                        what: what.to_string(),
+                        exited: false,
+                        wait: self.wait,
+                    }
+                    .into());
+                }
             }
         }
     }
@@ -335,5 +379,37 @@ where
         Ok(_) => Ok(true),
         Err(kube::Error::Api(s)) if s.is_not_found() => Ok(false),
         Err(e) => Err(anyhow::Error::new(e).context(format!("deleting {name}"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shell(script: &str) -> Process {
+        Process::start(
+            "sh",
+            Path::new("/bin/sh"),
+            &["-c".to_string(), script.to_string()],
+            &[],
+        )
+        .unwrap()
+        .with_wait(Duration::from_millis(500))
+    }
+
+    #[tokio::test]
+    async fn a_wait_for_a_line_says_whether_the_process_exited_or_the_time_ran_out() {
+        let mut gone = shell("echo hello");
+        let err = gone.expect_where("bye", |l| l == "bye").await.unwrap_err();
+        let no_line = err.downcast_ref::<NoLine>().expect("a NoLine");
+        assert!(no_line.exited, "{err}");
+        assert_eq!(err.to_string(), "sh exited before printing \"bye\"");
+
+        let mut quiet = shell("echo hello; sleep 5");
+        let err = quiet.expect_where("bye", |l| l == "bye").await.unwrap_err();
+        let no_line = err.downcast_ref::<NoLine>().expect("a NoLine");
+        assert!(!no_line.exited, "{err}");
+        assert_eq!(err.to_string(), "sh did not print \"bye\" within 500ms");
+        assert_eq!(quiet.output, ["hello"]);
     }
 }

@@ -72,7 +72,7 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::runtime::wait::{await_condition, conditions};
 
 pub use binaries::Binary;
-pub use process::RecordedProcess;
+pub use process::{RecordedProcess, die_with_parent};
 
 use pki::Pki;
 use process::Process;
@@ -913,9 +913,11 @@ async fn get_ok(client: &kube::Client, path: &str) -> Result<bool> {
 }
 
 /// Creates the node kwok manages (selected by its annotation). No taint, so ordinary
-/// Deployments (like the sample-controller's nginx) are scheduled onto it.
+/// Deployments (like the sample-controller's nginx) are scheduled onto it. Room for
+/// 2,500 Pods, so that every Deployment of the benchmark's largest run (2,000 Foos)
+/// gets its Pod, as on a real cluster, rather than a kubelet's default of 110.
 async fn create_fake_node(client: &kube::Client) -> Result<()> {
-    let resources = serde_json::json!({ "cpu": "32", "memory": "256Gi", "pods": "110" });
+    let resources = serde_json::json!({ "cpu": "32", "memory": "256Gi", "pods": "2500" });
     let node: Node = serde_json::from_value(serde_json::json!({
         "apiVersion": "v1",
         "kind": "Node",

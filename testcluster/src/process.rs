@@ -88,9 +88,11 @@ pub(crate) fn spawn(
     })
 }
 
-/// Makes the kernel kill the child when the thread that spawned it dies.
+/// Makes the kernel kill the child when the thread that spawned it dies, so
+/// that a process the harness (or a benchmark) started never outlives it,
+/// however it ends.
 #[cfg(target_os = "linux")]
-fn die_with_parent(cmd: &mut Command) {
+pub fn die_with_parent(cmd: &mut Command) {
     let parent = std::process::id() as libc::pid_t;
     // SAFETY: the closure runs in the forked child before exec and only calls prctl(2)
     // and getppid(2), which are async-signal-safe; it does not allocate or touch locks.
@@ -111,7 +113,7 @@ fn die_with_parent(cmd: &mut Command) {
 /// No death signal off Linux (`prctl` is Linux's): a child outlives a test
 /// binary that dies without dropping its control plane.
 #[cfg(not(target_os = "linux"))]
-fn die_with_parent(_cmd: &mut Command) {}
+pub fn die_with_parent(_cmd: &mut Command) {}
 
 type SpawnJob = (Command, mpsc::Sender<io::Result<Child>>);
 

@@ -261,22 +261,6 @@ fn every_step_with_a_queue_has_a_flow_recording_its_chapter_replays() {
 }
 
 #[test]
-fn every_step_has_its_row_in_the_readme() {
-    let readme = read("README.md");
-    for step in STEPS {
-        let row = format!(
-            "| {} | `cargo run --bin {}` | {} | {} |",
-            step.number, step.binary, step.title, step.go
-        );
-        assert!(
-            readme.lines().any(|line| line == row),
-            "README.md has no row {row:?} (steps/step-{}/step.toml's title and go): run `cargo xtask steps`",
-            step.number
-        );
-    }
-}
-
-#[test]
 fn each_step_needs_what_the_one_before_did_except_where_apply_replaces_update() {
     // Steps 1-7 add a layer each; step 8 applies (patch) where step 7
     // updates, and needs nothing else step 7 did not. (src/rbac.rs compares

@@ -1,42 +1,53 @@
 //! `cargo xtask bench`: the Rust controller measured against the Go original.
 //!
-//! On one local control plane, for N Foos created at once (N = 100 and 500):
-//! time until every Deployment exists and every Foo has a status, for the Go
-//! sample-controller, Rust step 7 (Go's program) and step 8 (the kube-rs
-//! way), both release builds, and the floor (`examples/bench_floor.rs`, a
-//! release build too): a process that makes only the requests a converging
-//! controller must make, as soon as each Foo exists, at least as
-//! concurrently as the controllers; the peak RSS of each process; the API
-//! requests each run caused (kube-apiserver's `apiserver_request_total`);
-//! the writes each controller makes while idle after convergence; how much
-//! of the cached objects' JSON managedFields are, and how much step 8
-//! caches; and the lines of code of step 7 and step 8. Also the learner's
-//! build: a cold `cargo build --bins` and the rebuild after editing one step.
+//! On one local control plane, for N Foos created at once (N = 100 and 500
+//! by default): time until every Deployment exists and every Foo has a
+//! status, for the Go sample-controller, Rust step 7 (Go's program) and
+//! step 8 (the kube-rs way), both release builds, and the floor
+//! (`examples/bench_floor.rs`, a release build too): a process that makes
+//! only the requests a converging controller must make, as soon as each Foo
+//! exists, once with no limit on Foos in flight and once with as many as
+//! the controllers have workers. For each process: the CPU time it spent
+//! from the Foos' creation to convergence and its peak RSS, and from the
+//! sizes, what 100 more Foos cost; the API requests each run caused
+//! (kube-apiserver's `apiserver_request_total`); the writes each controller
+//! makes while idle after convergence; each Rust step again with its JSON
+//! log on (the flow's source); how much of the cached objects' JSON
+//! managedFields are, and how much step 8 caches; and the lines of code of
+//! step 7 and step 8. Also the learner's build: a cold `cargo build --bins`
+//! and the rebuild after editing one step.
 //!
 //! Each subject runs `--repeat` times (the repetitions interleaved, so that
 //! a slow spell of the machine does not land on one subject only); the
 //! table shows the median with the minimum and maximum, and how many runs
-//! did not converge within `--timeout`. Ratios are of medians.
+//! did not converge within `--timeout`. Ratios are of medians; a comparison
+//! whose runs overlap is called inconclusive.
 //!
-//! Prints a table with ratios and writes it to `book/src/outputs/performance.txt`
-//! (or `--output NAME`) and a chart to `book/src/performance.svg`. Figures,
-//! not pass/fail.
+//! Writes the figures as data to `book/src/outputs/performance.json`
+//! (`{{#figure performance KEY}}` reads them), the tables the page shows to
+//! `performance.txt` (or `--output NAME`), and for the default output the
+//! charts `book/src/performance.svg` (convergence) and
+//! `book/src/performance-cost.svg` (CPU time and peak RSS against the
+//! number of Foos). Figures, not pass/fail.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use futures::{StreamExt, stream};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Namespace;
-use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use kube::api::{Api, DeleteParams, ListParams};
 use kube::{Client, Resource, ResourceExt};
-use sample_controller::{Foo, FooSpec};
+use sample_controller::Foo;
 use step8::caches::strip_deployment;
 use testcluster::{Binary, ControlPlane, Options};
+
+use crate::measure::{
+    cpu_seconds, create_foos, diff, median, request_counts, spread, start_in, status_kib,
+    wait_converged, wait_settled,
+};
 
 /// Options of `cargo xtask bench`.
 #[derive(clap::Args, Debug)]
@@ -60,18 +71,33 @@ pub struct BenchArgs {
     /// the first run at the smallest size (and so count no idle writes).
     #[arg(long)]
     no_settle: bool,
-    /// Which subjects to run (for trials; the published figures run the
-    /// first four). `step7-flow` and `step8-flow` are those steps again with
-    /// their JSON log on (`SAMPLE_CONTROLLER_LOG_JSON`), the flow's source, each run right
-    /// after the same step's run with it off; the report compares the two.
-    #[arg(long, value_delimiter = ',', default_value = "floor,go,step7,step8")]
+    /// Which subjects to run (fewer for trials; the published figures run
+    /// them all). `floor-2` is the floor with as many Foos in flight as the
+    /// controllers have workers. `step7-flow` and `step8-flow` are those
+    /// steps again with their JSON log on (`SAMPLE_CONTROLLER_LOG_JSON`),
+    /// the flow's source, each run right after the same step's run with it
+    /// off; the report compares the two.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "floor,floor-2,go,step7,step7-flow,step8,step8-flow"
+    )]
     subjects: Vec<Subject>,
-    /// Where the table goes: `book/src/outputs/NAME.txt`. The chart
-    /// (`book/src/performance.svg`) is drawn for the default only, the
-    /// Performance page's run.
+    /// Where the report goes: `book/src/outputs/NAME.txt` and `NAME.json`.
+    /// The charts are drawn for the default only, the Performance page's
+    /// run.
     #[arg(long, default_value = "performance")]
     output: String,
+    /// Run nothing: write the report, the figures and the charts again from
+    /// the runs an earlier run recorded in `book/src/outputs/NAME.json`
+    /// (after a change to how they are reported).
+    #[arg(long)]
+    report_only: bool,
 }
+
+/// How many syncs each controller runs at once: Go's `controller.Run(ctx,
+/// 2)`, step 7's and step 8's `--workers` default.
+const WORKERS: usize = 2;
 
 /// Who makes the Deployments and status writes in a run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, clap::ValueEnum)]
@@ -81,6 +107,8 @@ enum Subject {
     Step8,
     #[value(name = "floor")]
     BareClient,
+    #[value(name = "floor-2")]
+    FloorWorkers,
     #[value(name = "step7-flow")]
     Step7Flow,
     #[value(name = "step8-flow")]
@@ -88,15 +116,66 @@ enum Subject {
 }
 
 impl Subject {
+    /// The order the subjects run in, within a round.
+    const RUN_ORDER: [Subject; 7] = [
+        Subject::BareClient,
+        Subject::FloorWorkers,
+        Subject::Go,
+        Subject::Step7,
+        Subject::Step7Flow,
+        Subject::Step8,
+        Subject::Step8Flow,
+    ];
+    /// The rows of the tables: the controllers, then the floors.
+    const TABLE: [Subject; 5] = [
+        Subject::Go,
+        Subject::Step7,
+        Subject::Step8,
+        Subject::FloorWorkers,
+        Subject::BareClient,
+    ];
+
     fn label(self) -> &'static str {
         match self {
             Subject::Go => "Go sample-controller",
             Subject::Step7 => "Rust step 7 (Go's program)",
             Subject::Step8 => "Rust step 8 (kube-rs way)",
             Subject::BareClient => "floor (necessary requests only)",
+            Subject::FloorWorkers => "floor, 2 Foos in flight",
             Subject::Step7Flow => "Rust step 7, flow on",
             Subject::Step8Flow => "Rust step 8, flow on",
         }
+    }
+
+    /// Its name in a chart's legend.
+    fn short(self) -> &'static str {
+        match self {
+            Subject::Go => "Go",
+            Subject::Step7 => "step 7",
+            Subject::Step8 => "step 8",
+            Subject::BareClient => "floor",
+            Subject::FloorWorkers => "floor, 2 in flight",
+            Subject::Step7Flow => "step 7, flow on",
+            Subject::Step8Flow => "step 8, flow on",
+        }
+    }
+
+    /// Its name in a figure's key (`500 step8 converged`).
+    fn key(self) -> &'static str {
+        match self {
+            Subject::Go => "go",
+            Subject::Step7 => "step7",
+            Subject::Step8 => "step8",
+            Subject::BareClient => "floor",
+            Subject::FloorWorkers => "floor2",
+            Subject::Step7Flow => "step7-flow",
+            Subject::Step8Flow => "step8-flow",
+        }
+    }
+
+    /// Whether it is one of the floors, which have no idle phase to count.
+    fn is_floor(self) -> bool {
+        matches!(self, Subject::BareClient | Subject::FloorWorkers)
     }
 
     /// The subject with the flow off, for one with it on.
@@ -113,6 +192,9 @@ impl Subject {
 #[derive(Debug, Default, Clone)]
 struct Measurement {
     converge: Duration,
+    /// CPU time (user and system) the process spent from the Foos' creation
+    /// to convergence, in seconds.
+    cpu: Option<f64>,
     peak_rss_kib: Option<u64>,
     /// Resident anonymous memory (heap, stacks) and file-backed memory (the
     /// binary, libraries) at the end of the run, in KiB.
@@ -142,6 +224,14 @@ struct CachedBytes {
 /// Runs the benchmark.
 pub async fn bench(args: BenchArgs) -> Result<()> {
     let root = crate::repo_root();
+    if args.report_only {
+        let path = root.join(format!("book/src/outputs/{}.json", args.output));
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("reading {} (written by a run)", path.display()))?;
+        let (conditions, sizes, results) = runs_from_data(&text)
+            .with_context(|| format!("reading the runs of {}", path.display()))?;
+        return write_outputs(&root, &args.output, &sizes, &results, None, &conditions);
+    }
     println!(
         "==> cargo build --release --bin step-7 --bin step-8 --example bench_floor (the Go controller is an optimised build too)"
     );
@@ -178,14 +268,7 @@ pub async fn bench(args: BenchArgs) -> Result<()> {
     let mut results: Results = BTreeMap::new();
     for &n in &args.sizes {
         for round in 1..=repeat {
-            for subject in [
-                Subject::BareClient,
-                Subject::Go,
-                Subject::Step7,
-                Subject::Step7Flow,
-                Subject::Step8,
-                Subject::Step8Flow,
-            ] {
+            for subject in Subject::RUN_ORDER {
                 if !args.subjects.contains(&subject) {
                     continue;
                 }
@@ -198,7 +281,7 @@ pub async fn bench(args: BenchArgs) -> Result<()> {
                     && !args.no_settle
                     && subject.flow_off().is_none())
                 .then(|| {
-                    (subject != Subject::BareClient && args.idle_seconds > 0)
+                    (!subject.is_floor() && args.idle_seconds > 0)
                         .then(|| Duration::from_secs(args.idle_seconds))
                 });
                 println!(
@@ -214,8 +297,9 @@ pub async fn bench(args: BenchArgs) -> Result<()> {
                 };
                 let m = run.measure(&cp, &client, &binaries).await?;
                 println!(
-                    "    converged in {:.1}s, peak RSS {}, {} writes{}",
+                    "    converged in {:.1}s, CPU {}, peak RSS {}, {} writes{}",
                     m.converge.as_secs_f64(),
+                    m.cpu.map_or("-".into(), |s| format!("{s:.2}s")),
                     m.peak_rss_kib
                         .map_or("-".into(), |k| format!("{:.1} MiB", k as f64 / 1024.0)),
                     writes(&m.requests),
@@ -233,30 +317,139 @@ pub async fn bench(args: BenchArgs) -> Result<()> {
     } else {
         Some(learner_build(&root)?)
     };
-    let table = report(
+    let conditions = Conditions {
+        idle_seconds: args.idle_seconds,
+        repeat,
+        limit,
+    };
+    write_outputs(
+        &root,
+        &args.output,
         &args.sizes,
         &results,
         build,
-        Conditions {
-            idle_seconds: args.idle_seconds,
-            repeat,
-            limit,
-        },
-        &lines_of_code(&root)?,
-    );
+        &conditions,
+    )
+}
+
+/// Writes the report (`NAME.txt`), the figures and every run (`NAME.json`)
+/// and, for the Performance page's run, its charts.
+fn write_outputs(
+    root: &Path,
+    name: &str,
+    sizes: &[usize],
+    results: &Results,
+    build: Option<(Duration, Duration)>,
+    conditions: &Conditions,
+) -> Result<()> {
+    let lines = lines_of_code(root)?;
+    let table = report(sizes, results, build, conditions, &lines);
     println!("\n{table}");
-    let out = format!("book/src/outputs/{}.txt", args.output);
-    std::fs::write(root.join(&out), &table)?;
-    if args.output == "performance" {
+    let out = format!("book/src/outputs/{name}");
+    std::fs::write(root.join(format!("{out}.txt")), &table)?;
+    let data = serde_json::json!({
+        "written_by": "cargo xtask bench",
+        "conditions": {
+            "sizes": sizes,
+            "repeat": conditions.repeat,
+            "timeout_seconds": conditions.limit.as_secs(),
+            "idle_seconds": conditions.idle_seconds,
+            "workers": WORKERS,
+        },
+        "figures": figures(sizes, results, &lines),
+        "runs": runs_as_data(results),
+    });
+    std::fs::write(
+        root.join(format!("{out}.json")),
+        serde_json::to_string_pretty(&data)? + "\n",
+    )?;
+    if name == "performance" {
         std::fs::write(
             root.join("book/src/performance.svg"),
-            chart(&args.sizes, &results, limit),
+            chart(sizes, results, conditions.limit),
         )?;
-        println!("Wrote {out} and book/src/performance.svg");
+        std::fs::write(
+            root.join("book/src/performance-cost.svg"),
+            cost_chart(sizes, results),
+        )?;
+        println!(
+            "Wrote {out}.txt, {out}.json, book/src/performance.svg and book/src/performance-cost.svg"
+        );
     } else {
-        println!("Wrote {out}");
+        println!("Wrote {out}.txt and {out}.json");
     }
     Ok(())
+}
+
+/// The conditions, sizes and runs `runs_as_data` recorded.
+fn runs_from_data(text: &str) -> Result<(Conditions, Vec<usize>, Results)> {
+    let data: serde_json::Value = serde_json::from_str(text)?;
+    let number = |v: &serde_json::Value, key: &str| {
+        v.get(key)
+            .and_then(serde_json::Value::as_u64)
+            .with_context(|| format!("no number {key:?}"))
+    };
+    let given = data.get("conditions").context("no \"conditions\"")?;
+    let conditions = Conditions {
+        idle_seconds: number(given, "idle_seconds")?,
+        repeat: number(given, "repeat")? as usize,
+        limit: Duration::from_secs(number(given, "timeout_seconds")?),
+    };
+    let sizes = given
+        .get("sizes")
+        .and_then(serde_json::Value::as_array)
+        .context("no \"sizes\"")?
+        .iter()
+        .map(|n| {
+            n.as_u64()
+                .map(|n| n as usize)
+                .context("a size that is no number")
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let mut results = Results::new();
+    for run in data
+        .get("runs")
+        .and_then(serde_json::Value::as_array)
+        .context("no \"runs\"")?
+    {
+        let key = run
+            .get("subject")
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or_default();
+        let subject = Subject::RUN_ORDER
+            .into_iter()
+            .find(|s| s.key() == key)
+            .with_context(|| format!("unknown subject {key:?}"))?;
+        let float = |key: &str| run.get(key).and_then(serde_json::Value::as_f64);
+        let kib = |key: &str| run.get(key).and_then(serde_json::Value::as_u64);
+        let measured = Measurement {
+            converge: Duration::from_secs_f64(float("seconds").context("no \"seconds\"")?),
+            cpu: float("cpu_seconds"),
+            peak_rss_kib: kib("peak_rss_kib"),
+            rss_at_end_kib: kib("rss_anon_kib_at_end").zip(kib("rss_file_kib_at_end")),
+            requests: serde_json::from_value(run.get("requests").cloned().unwrap_or_default())
+                .unwrap_or_default(),
+            idle_writes: float("idle_writes"),
+            flow_lines: kib("flow_lines").map(|l| l as usize),
+            cached_bytes: run.get("cached_bytes").and_then(|c| {
+                let bytes = |key: &str| c.get(key)?.as_u64().map(|b| b as usize);
+                Some(CachedBytes {
+                    listed: bytes("listed")?,
+                    managed_fields: bytes("managed_fields")?,
+                    step_8: bytes("step_8")?,
+                })
+            }),
+            unconverged: run
+                .get("not_converged")
+                .and_then(serde_json::Value::as_str)
+                .map(String::from),
+        };
+        results
+            .entry((number(run, "foos")? as usize, subject))
+            .or_default()
+            .push(measured);
+    }
+    Ok((conditions, sizes, results))
 }
 
 /// Every run's measurement, by size and subject, in the order they ran.
@@ -314,6 +507,10 @@ impl Run {
             Subject::Step7 | Subject::Step7Flow => (&binaries.step_7, rust_args.to_vec()),
             Subject::Step8 | Subject::Step8Flow => (&binaries.step_8, rust_args.to_vec()),
             Subject::BareClient => (&binaries.floor, rust_args.to_vec()),
+            Subject::FloorWorkers => (
+                &binaries.floor,
+                [&rust_args[..], &["--workers".into(), WORKERS.to_string()]].concat(),
+            ),
         };
         let trace = subject
             .flow_off()
@@ -324,11 +521,17 @@ impl Run {
             .collect();
         let mut controller = Some(start_in(exe, &args, &log, None, &env).await?);
 
+        let pid = controller.as_ref().and_then(|c| c.id());
         let before = request_counts(client).await?;
+        let cpu_before = pid.and_then(cpu_seconds);
         let started = Instant::now();
         create_foos(client, &ns, n).await?;
         let unconverged = wait_converged(client, &ns, n, limit).await?;
         let converge = started.elapsed();
+        let cpu = pid
+            .and_then(cpu_seconds)
+            .zip(cpu_before)
+            .map(|(after, before)| after - before);
         if let Some(state) = &unconverged {
             println!("    not converged after {}s: {state}", limit.as_secs());
         }
@@ -360,7 +563,6 @@ impl Run {
             }
         }
 
-        let pid = controller.as_ref().and_then(|c| c.id());
         let peak_rss_kib = pid.and_then(|pid| status_kib(pid, "VmHWM"));
         let rss_at_end_kib =
             pid.and_then(|pid| Some((status_kib(pid, "RssAnon")?, status_kib(pid, "RssFile")?)));
@@ -398,6 +600,7 @@ impl Run {
         };
         Ok(Measurement {
             converge,
+            cpu,
             peak_rss_kib,
             rss_at_end_kib,
             requests: diff(&before, &after),
@@ -453,7 +656,7 @@ async fn cache_bytes(client: &Client, ns: &str) -> Result<CachedBytes> {
 /// what every step shares (config, types, new_deployment): step 7's informer,
 /// handlers, work queue and controller; step 8's reconciler, and what it
 /// reuses of the work queue (the rate limiter).
-fn lines_of_code(root: &Path) -> Result<Vec<(&'static str, usize)>> {
+fn lines_of_code(root: &Path) -> Result<Vec<LinesOfCode>> {
     let count = |files: &[&str]| -> Result<usize> {
         let mut lines = 0;
         for file in files {
@@ -469,25 +672,36 @@ fn lines_of_code(root: &Path) -> Result<Vec<(&'static str, usize)>> {
         Ok(lines)
     };
     Ok(vec![
-        (
-            "step 7: steps/step-7/main.rs, steps/step-7/controller.rs, handlers.rs, informer.rs, workqueue.rs",
-            count(&[
+        LinesOfCode {
+            key: "step7",
+            what: "step 7: steps/step-7/main.rs, steps/step-7/controller.rs, handlers.rs, informer.rs, workqueue.rs",
+            lines: count(&[
                 "steps/step-7/main.rs",
                 "steps/step-7/controller.rs",
                 "src/handlers.rs",
                 "src/informer.rs",
                 "src/workqueue.rs",
             ])?,
-        ),
-        (
-            "step 8 without its production parts: steps/step-8/src/reconciler.rs, caches.rs and error.rs, and the rate limiter of workqueue.rs",
-            count(&[
+        },
+        LinesOfCode {
+            key: "step8",
+            what: "step 8 without its production parts: steps/step-8/src/reconciler.rs, caches.rs and error.rs, and the rate limiter of workqueue.rs",
+            lines: count(&[
                 "steps/step-8/src/reconciler.rs",
                 "steps/step-8/src/caches.rs",
                 "steps/step-8/src/error.rs",
             ])? + rate_limiter_lines(root)?,
-        ),
+        },
     ])
+}
+
+/// The lines of code of one controller.
+struct LinesOfCode {
+    /// Its name in a figure's key (`loc step7`).
+    key: &'static str,
+    /// What was counted.
+    what: &'static str,
+    lines: usize,
 }
 
 /// Lines of `src/workqueue.rs` between its rate-limiter anchors.
@@ -506,142 +720,6 @@ fn rate_limiter_lines(root: &Path) -> Result<usize> {
         .count())
 }
 
-/// Starts a controller with its output in `log`, and waits until its workers run.
-pub(crate) async fn start(
-    exe: &Path,
-    args: &[String],
-    log: &Path,
-) -> Result<tokio::process::Child> {
-    start_in(exe, args, log, None, &[]).await
-}
-
-/// [`start`] in the working directory `cwd` (else this process's), with
-/// the environment variables `env` besides this process's.
-pub(crate) async fn start_in(
-    exe: &Path,
-    args: &[String],
-    log: &Path,
-    cwd: Option<&Path>,
-    env: &[(&str, &Path)],
-) -> Result<tokio::process::Child> {
-    let file = std::fs::File::create(log)?;
-    let mut command = tokio::process::Command::new(exe);
-    if let Some(dir) = cwd {
-        command.current_dir(dir);
-    }
-    command.envs(env.iter().copied());
-    let child = command
-        .args(args)
-        .env("RUST_LOG", "info") // Go logs every sync at its default level too
-        .stdin(Stdio::null())
-        .stdout(file.try_clone()?)
-        .stderr(file)
-        .kill_on_drop(true)
-        .spawn()
-        .with_context(|| format!("starting {}", exe.display()))?;
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        // Both controllers log this once their caches are synced.
-        if std::fs::read_to_string(log)
-            .unwrap_or_default()
-            .contains("Starting workers")
-        {
-            return Ok(child);
-        }
-        if Instant::now() > deadline {
-            bail!(
-                "{} did not start within 60s; log: {}",
-                exe.display(),
-                log.display()
-            );
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
-/// Creates `n` Foos in `ns`, 50 requests in flight.
-pub(crate) async fn create_foos(client: &Client, ns: &str, n: usize) -> Result<()> {
-    let foos: Api<Foo> = Api::namespaced(client.clone(), ns);
-    let results: Vec<_> = stream::iter(0..n)
-        .map(|i| {
-            let foos = foos.clone();
-            async move {
-                let name = format!("foo-{i:04}");
-                let foo = Foo::new(
-                    &name,
-                    FooSpec {
-                        deployment_name: name.clone(),
-                        replicas: Some(1),
-                    },
-                );
-                foos.create(&PostParams::default(), &foo).await
-            }
-        })
-        .buffer_unordered(50)
-        .collect()
-        .await;
-    for r in results {
-        r?;
-    }
-    Ok(())
-}
-
-/// Waits until `n` Deployments exist and all `n` Foos have a status, for at
-/// most `limit`; returns `Some("x/n Deployments, y/n statuses")` if that did
-/// not happen.
-pub(crate) async fn wait_converged(
-    client: &Client,
-    ns: &str,
-    n: usize,
-    limit: Duration,
-) -> Result<Option<String>> {
-    let foos: Api<Foo> = Api::namespaced(client.clone(), ns);
-    let deployments: Api<Deployment> = Api::namespaced(client.clone(), ns);
-    let deadline = Instant::now() + limit;
-    loop {
-        let with_status = foos
-            .list(&ListParams::default())
-            .await?
-            .items
-            .iter()
-            .filter(|f| f.status.is_some())
-            .count();
-        let existing = deployments
-            .list_metadata(&ListParams::default())
-            .await?
-            .items
-            .len();
-        if with_status == n && existing == n {
-            return Ok(None);
-        }
-        if Instant::now() > deadline {
-            return Ok(Some(format!(
-                "{existing}/{n} Deployments, {with_status}/{n} statuses"
-            )));
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-}
-
-/// Waits until every Foo reports as available what it asked for; returns when.
-pub(crate) async fn wait_settled(client: &Client, ns: &str) -> Result<Instant> {
-    let foos: Api<Foo> = Api::namespaced(client.clone(), ns);
-    let deadline = Instant::now() + Duration::from_secs(1800);
-    loop {
-        let list = foos.list(&ListParams::default()).await?.items;
-        let settled = list
-            .iter()
-            .all(|f| f.status.as_ref().map(|s| s.available_replicas) == f.spec.replicas);
-        if settled {
-            return Ok(Instant::now());
-        }
-        if Instant::now() > deadline {
-            bail!("{ns}: Foo statuses did not settle within 30 minutes");
-        }
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
-}
-
 /// Write requests a controller makes (creates, updates, patches, applies,
 /// deletes), leaving out `deployments/status`, which only kube-controller-manager writes.
 fn writes(counts: &BTreeMap<String, f64>) -> f64 {
@@ -656,62 +734,6 @@ fn writes(counts: &BTreeMap<String, f64>) -> f64 {
         .map(|(_, v)| v)
         .sum::<f64>()
         + 0.0 // an empty float sum is -0.0
-}
-
-/// `apiserver_request_total` summed by `VERB resource[/subresource]`, for the
-/// resources a sample controller touches.
-pub(crate) async fn request_counts(client: &Client) -> Result<BTreeMap<String, f64>> {
-    let request = http::Request::get("/metrics").body(Vec::new())?;
-    let text = client.request_text(request).await?;
-    let mut counts = BTreeMap::new();
-    for line in text
-        .lines()
-        .filter(|l| l.starts_with("apiserver_request_total{"))
-    {
-        let Some((labels, value)) = line.rsplit_once(' ') else {
-            continue;
-        };
-        let label = |name: &str| {
-            labels
-                .split(&format!("{name}=\""))
-                .nth(1)
-                .and_then(|rest| rest.split('"').next())
-                .unwrap_or("")
-                .to_string()
-        };
-        let resource = label("resource");
-        if !["foos", "deployments", "events"].contains(&resource.as_str()) {
-            continue;
-        }
-        let subresource = label("subresource");
-        let key = match subresource.as_str() {
-            "" => format!("{} {resource}", label("verb")),
-            sub => format!("{} {resource}/{sub}", label("verb")),
-        };
-        *counts.entry(key).or_insert(0.0) += value.parse::<f64>().unwrap_or(0.0);
-    }
-    Ok(counts)
-}
-
-pub(crate) fn diff(
-    before: &BTreeMap<String, f64>,
-    after: &BTreeMap<String, f64>,
-) -> BTreeMap<String, f64> {
-    after
-        .iter()
-        .map(|(k, v)| (k.clone(), v - before.get(k).copied().unwrap_or(0.0)))
-        .filter(|(_, v)| *v > 0.0)
-        .collect()
-}
-
-/// A memory figure of a process from /proc/<pid>/status, in KiB: `VmHWM`
-/// (peak resident set size), `RssAnon`, `RssFile`.
-pub(crate) fn status_kib(pid: u32, field: &str) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = status
-        .lines()
-        .find(|l| l.strip_prefix(field).is_some_and(|r| r.starts_with(':')))?;
-    line.split_whitespace().nth(1)?.parse().ok()
 }
 
 /// Times a cold `cargo build --bins` in a fresh target directory, then the
@@ -756,232 +778,547 @@ struct Conditions {
     limit: Duration,
 }
 
-/// The median of `values` (sorted in place; the mean of the middle two for
-/// an even count), `None` if there are none.
-fn median(values: &mut [f64]) -> Option<f64> {
-    values.sort_by(f64::total_cmp);
-    let n = values.len();
-    match n {
-        0 => None,
-        _ if n % 2 == 1 => Some(values[n / 2]),
-        _ => Some((values[n / 2 - 1] + values[n / 2]) / 2.0),
-    }
+/// A measure over a subject's runs at one size: the median, the lowest and
+/// the highest.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Spread {
+    mid: f64,
+    low: f64,
+    high: f64,
+    /// How many runs it is of.
+    runs: usize,
 }
 
-/// Median, minimum and maximum of `values`.
-pub(crate) fn spread(mut values: Vec<f64>) -> Option<(f64, f64, f64)> {
-    let mid = median(&mut values)?;
-    Some((mid, values[0], values[values.len() - 1]))
-}
-
-/// The convergence times of `runs`: the median over all runs (a run that did
-/// not converge counts as slower than any that did; `None` if the median run
-/// is one of those), the minimum and maximum of those that converged, and
-/// how many did not.
-fn converge_stats(runs: &[Measurement]) -> (Option<f64>, Option<(f64, f64)>, usize) {
-    let mut all: Vec<f64> = runs
-        .iter()
-        .map(|m| match m.unconverged {
-            None => m.converge.as_secs_f64(),
-            Some(_) => f64::INFINITY,
+impl Spread {
+    /// Of `values`; `None` if there are none.
+    fn of(values: Vec<f64>) -> Option<Spread> {
+        let runs = values.len();
+        let (mid, low, high) = spread(values)?;
+        Some(Spread {
+            mid,
+            low,
+            high,
+            runs,
         })
-        .collect();
-    let mid = median(&mut all).filter(|m| m.is_finite());
-    let converged: Vec<f64> = all.iter().copied().filter(|t| t.is_finite()).collect();
-    let range = converged
-        .first()
-        .zip(converged.last())
-        .map(|(a, b)| (*a, *b));
-    (mid, range, runs.len() - converged.len())
-}
+    }
 
-/// `median (min–max) unit`, or just the median for a single run.
-fn with_spread((mid, min, max): (f64, f64, f64), decimals: usize, unit: &str) -> String {
-    if min == max {
-        format!("{mid:.decimals$} {unit}")
-    } else {
-        format!("{mid:.decimals$} {unit} ({min:.decimals$}–{max:.decimals$})")
+    /// `median unit (lowest–highest)`, or the median alone when every run
+    /// gave the same.
+    fn shown(&self, decimals: usize, unit: &str) -> String {
+        let Spread { mid, low, high, .. } = *self;
+        let unit = if unit.is_empty() {
+            String::new()
+        } else {
+            format!(" {unit}")
+        };
+        if format!("{low:.decimals$}") == format!("{high:.decimals$}") {
+            format!("{mid:.decimals$}{unit}")
+        } else {
+            format!("{mid:.decimals$}{unit} ({low:.decimals$}–{high:.decimals$})")
+        }
     }
 }
 
-/// The Markdown table with ratios.
-fn report(
-    sizes: &[usize],
-    results: &Results,
-    build: Option<(Duration, Duration)>,
-    conditions: Conditions,
-    lines: &[(&str, usize)],
-) -> String {
-    let Conditions {
-        idle_seconds,
-        repeat,
-        limit,
-    } = conditions;
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "<!-- Written by `cargo xtask bench`; do not edit. -->\n"
-    );
-    let _ = writeln!(
-        out,
-        "Each figure: the median of {repeat} runs, with the lowest and highest in brackets; \
-         ratios are of medians. A run not converged after {} s is counted as slower than any \
-         that did.\n",
-        limit.as_secs()
-    );
-    let _ = writeln!(
-        out,
-        "| Foos | Subject | Converged in | vs Go | vs floor | Peak RSS | API writes | Idle writes ({idle_seconds} s) |"
-    );
-    let _ = writeln!(out, "|---:|---|---:|---:|---:|---:|---:|---:|");
-    let rss_median = |n: usize, s: Subject| {
-        results.get(&(n, s)).and_then(|runs| {
-            spread(
+/// A subject's runs at one size, summed up.
+struct Stats {
+    /// Seconds to converge, a run that did not counted as infinitely long.
+    converge: Option<Spread>,
+    /// How many runs did not converge.
+    unconverged: usize,
+    /// CPU seconds from the Foos' creation to convergence.
+    cpu: Option<Spread>,
+    /// Peak RSS, MiB.
+    rss: Option<Spread>,
+    /// API writes while converging.
+    writes: Option<Spread>,
+    /// Writes while idle (the first run).
+    idle: Option<f64>,
+    /// Resident anonymous and file-backed memory at the end, MiB, medians.
+    anon: Option<f64>,
+    file: Option<f64>,
+    /// Lines of the flow (flow-on subjects), median.
+    flow_lines: Option<f64>,
+}
+
+impl Stats {
+    fn of(runs: &[Measurement]) -> Stats {
+        let mib = |kib: u64| kib as f64 / 1024.0;
+        let middle = |values: Vec<f64>| Spread::of(values).map(|s| s.mid);
+        Stats {
+            converge: Spread::of(
+                runs.iter()
+                    .map(|m| match m.unconverged {
+                        None => m.converge.as_secs_f64(),
+                        Some(_) => f64::INFINITY,
+                    })
+                    .collect(),
+            ),
+            unconverged: runs.iter().filter(|m| m.unconverged.is_some()).count(),
+            cpu: Spread::of(runs.iter().filter_map(|m| m.cpu).collect()),
+            rss: Spread::of(
                 runs.iter()
                     .filter_map(|m| m.peak_rss_kib)
-                    .map(|k| k as f64 / 1024.0)
+                    .map(mib)
                     .collect(),
-            )
-        })
-    };
-    for &n in sizes {
-        let secs = |s| results.get(&(n, s)).and_then(|runs| converge_stats(runs).0);
-        for subject in [
-            Subject::Go,
-            Subject::Step7,
-            Subject::Step8,
-            Subject::BareClient,
-        ] {
-            let Some(runs) = results.get(&(n, subject)) else {
-                continue;
-            };
-            let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
-                (Some(a), Some(b)) if b > 0.0 => format!("{:.2}", a / b),
-                _ => "-".into(),
-            };
-            let (vs_go, vs_limit) = match subject {
-                Subject::Step7 | Subject::Step8 => (
-                    ratio(secs(subject), secs(Subject::Go)),
-                    ratio(secs(subject), secs(Subject::BareClient)),
-                ),
-                _ => ("".into(), "".into()),
-            };
-            let (mid, range, unconverged) = converge_stats(runs);
-            let mut converged = match (mid, range) {
-                (Some(mid), Some((min, max))) => with_spread((mid, min, max), 1, "s"),
-                (None, _) => format!("over {} s", limit.as_secs()),
-                (Some(mid), None) => format!("{mid:.1} s"),
-            };
-            if unconverged > 0 {
-                let _ = write!(
-                    converged,
-                    "; {unconverged} of {} did not converge in {} s",
-                    runs.len(),
-                    limit.as_secs()
-                );
-            }
-            let rss = rss_median(n, subject).map_or("-".into(), |s| with_spread(s, 1, "MiB"));
-            let api_writes = spread(runs.iter().map(|m| writes(&m.requests)).collect())
-                .map_or("-".into(), |s| with_spread(s, 0, ""));
-            let idle = runs
-                .iter()
-                .find_map(|m| m.idle_writes)
-                .map_or("-".into(), |w| w.to_string());
-            let _ = writeln!(
-                out,
-                "| {n} | {} | {converged} | {vs_go} | {vs_limit} | {rss} | {} | {idle} |",
-                subject.label(),
-                api_writes.replace("  (", " (").trim_end(),
-            );
+            ),
+            writes: Spread::of(runs.iter().map(|m| writes(&m.requests)).collect()),
+            idle: runs.iter().find_map(|m| m.idle_writes),
+            anon: middle(
+                runs.iter()
+                    .filter_map(|m| m.rss_at_end_kib)
+                    .map(|r| mib(r.0))
+                    .collect(),
+            ),
+            file: middle(
+                runs.iter()
+                    .filter_map(|m| m.rss_at_end_kib)
+                    .map(|r| mib(r.1))
+                    .collect(),
+            ),
+            flow_lines: middle(
+                runs.iter()
+                    .filter_map(|m| m.flow_lines)
+                    .map(|l| l as f64)
+                    .collect(),
+            ),
         }
     }
-    flow_report(&mut out, sizes, results);
-    if let Some(&largest) = sizes.iter().max() {
-        let rss = |s| rss_median(largest, s).map(|(mid, _, _)| mid);
-        if let (Some(s7), Some(s8), Some(g)) =
-            (rss(Subject::Step7), rss(Subject::Step8), rss(Subject::Go))
-        {
-            let _ = writeln!(
-                out,
-                "\nPeak RSS at {largest} Foos, medians: step 7/Go = {:.2}, step 8/Go = {:.2}, step 8/step 7 = {:.2}.",
-                s7 / g,
-                s8 / g,
-                s8 / s7
+
+    /// The median convergence time, if the median run converged.
+    fn converged(&self) -> Option<f64> {
+        self.converge.map(|s| s.mid).filter(|m| m.is_finite())
+    }
+
+    /// `10.5 s (8.7–11.8)`, `over 300 s`, and how many runs did not converge.
+    fn converge_cell(&self, limit: Duration) -> String {
+        let Some(c) = self.converge else {
+            return "-".into();
+        };
+        let over = format!("over {}", limit.as_secs());
+        let mut cell = if !c.mid.is_finite() {
+            format!("{over} s")
+        } else if format!("{:.1}", c.low) == format!("{:.1}", c.high) {
+            format!("{:.1} s", c.mid)
+        } else {
+            let high = if c.high.is_finite() {
+                format!("{:.1}", c.high)
+            } else {
+                over
+            };
+            format!("{:.1} s ({:.1}–{high})", c.mid, c.low)
+        };
+        if self.unconverged > 0 {
+            let _ = write!(
+                cell,
+                "; {} of {} did not converge in {} s",
+                self.unconverged,
+                c.runs,
+                limit.as_secs()
             );
         }
-        let _ = writeln!(
-            out,
-            "\nResident memory at the end of the runs at {largest} Foos (medians), anonymous \
-             (heap, stacks) + file-backed (the binary and libraries):"
-        );
-        for subject in [
-            Subject::Go,
-            Subject::Step7,
-            Subject::Step8,
-            Subject::BareClient,
-        ] {
-            let Some(runs) = results.get(&(largest, subject)) else {
+        cell
+    }
+}
+
+/// Each subject's [`Stats`] at each size.
+fn stats(results: &Results) -> BTreeMap<(usize, Subject), Stats> {
+    results
+        .iter()
+        .map(|(key, runs)| (*key, Stats::of(runs)))
+        .collect()
+}
+
+/// The median count of each request over `runs`, by `VERB resource`.
+fn request_medians(runs: &[Measurement]) -> BTreeMap<String, f64> {
+    let mut keys: Vec<&String> = runs.iter().flat_map(|m| m.requests.keys()).collect();
+    keys.sort();
+    keys.dedup();
+    keys.into_iter()
+        .filter_map(|k| {
+            let mut values: Vec<f64> = runs
+                .iter()
+                .map(|m| m.requests.get(k).copied().unwrap_or(0.0))
+                .collect();
+            Some((k.clone(), median(&mut values)?))
+        })
+        .collect()
+}
+
+/// `a / b`, two decimals, if both are there.
+fn ratio(a: Option<f64>, b: Option<f64>) -> Option<String> {
+    match (a, b) {
+        (Some(a), Some(b)) if b > 0.0 => Some(format!("{:.2}", a / b)),
+        _ => None,
+    }
+}
+
+/// Whether every run of `a` was below every run of `b`, every one above, or
+/// neither: a difference of medians that the runs' spread covers is no
+/// finding. Values are compared as shown, to `decimals` places, so that a
+/// verdict never contradicts the figures beside it.
+fn verdict(a: &Spread, b: &Spread, decimals: i32) -> &'static str {
+    let shown = |x: f64| (x * 10f64.powi(decimals)).round();
+    if a.runs < 2 || b.runs < 2 {
+        "one run: no spread to judge by"
+    } else if shown(a.high) < shown(b.low) {
+        "lower in every run"
+    } else if shown(a.low) > shown(b.high) {
+        "higher in every run"
+    } else {
+        "inconclusive: the runs overlap"
+    }
+}
+
+/// The comparisons the page can draw, as `{{#figure performance N A/B
+/// converged}}` and `… converged-verdict` (and `cpu`, `rss`).
+const PAIRS: [(Subject, Subject); 12] = [
+    (Subject::Step7, Subject::Go),
+    (Subject::Step8, Subject::Go),
+    (Subject::Step8, Subject::Step7),
+    (Subject::Go, Subject::FloorWorkers),
+    (Subject::Step7, Subject::FloorWorkers),
+    (Subject::Step8, Subject::FloorWorkers),
+    (Subject::Go, Subject::BareClient),
+    (Subject::Step7, Subject::BareClient),
+    (Subject::Step8, Subject::BareClient),
+    (Subject::FloorWorkers, Subject::BareClient),
+    (Subject::Step7Flow, Subject::Step7),
+    (Subject::Step8Flow, Subject::Step8),
+];
+
+/// Every figure of the run, by the key `{{#figure performance KEY}}` names
+/// (preprocess/figures.rs lists them), each as the page shows it.
+fn figures(sizes: &[usize], results: &Results, lines: &[LinesOfCode]) -> BTreeMap<String, String> {
+    let stats = stats(results);
+    let mut found = BTreeMap::new();
+    let mut put = |key: String, value: String| {
+        found.insert(key, value);
+    };
+    let secs = |s: f64| format!("{s:.1} s");
+    let cpu = |s: f64| format!("{s:.2} s");
+    let mib = |m: f64| format!("{m:.1} MiB");
+    for (&(n, subject), s) in &stats {
+        let at = |what: &str| format!("{n} {} {what}", subject.key());
+        if let Some(c) = s.converge {
+            for (what, value) in [
+                ("converged", c.mid),
+                ("fastest", c.low),
+                ("slowest", c.high),
+            ] {
+                if value.is_finite() {
+                    put(at(what), secs(value));
+                }
+            }
+        }
+        if let Some(c) = s.cpu {
+            put(at("cpu"), cpu(c.mid));
+            put(at("cpu-lowest"), cpu(c.low));
+            put(at("cpu-highest"), cpu(c.high));
+            put(
+                at("cpu-per-foo"),
+                format!("{:.2} ms", c.mid * 1000.0 / n as f64),
+            );
+        }
+        if let Some(r) = s.rss {
+            put(at("rss"), mib(r.mid));
+            put(at("rss-lowest"), mib(r.low));
+            put(at("rss-highest"), mib(r.high));
+        }
+        if let Some(w) = s.writes {
+            put(at("writes"), format!("{:.0}", w.mid));
+        }
+        if let Some(idle) = s.idle {
+            put(at("idle"), format!("{idle:.0}"));
+        }
+        if let (Some(anon), Some(file)) = (s.anon, s.file) {
+            put(at("anon"), mib(anon));
+            put(at("file"), mib(file));
+        }
+        for (request, count) in request_medians(&results[&(n, subject)]) {
+            put(at(&request), format!("{count}"));
+        }
+        if Subject::TABLE.contains(&subject) {
+            let of = |other: Subject| stats.get(&(n, other)).and_then(Stats::converged);
+            for (what, other) in [
+                ("vs-go", Subject::Go),
+                ("vs-floor", Subject::BareClient),
+                ("vs-floor2", Subject::FloorWorkers),
+            ] {
+                if other != subject
+                    && let Some(r) = ratio(s.converged(), of(other))
+                {
+                    put(at(what), r);
+                }
+            }
+        }
+        // The flow on beside the same step's runs with it off.
+        if let Some(off) = subject.flow_off()
+            && let Some(without) = stats.get(&(n, off))
+        {
+            let at = |what: &str| format!("{n} {} {what}", off.key());
+            for (name, side) in [("flow-off", without), ("flow-on", s)] {
+                if let Some(c) = side.converge.filter(|c| c.high.is_finite()) {
+                    put(at(name), secs(c.mid));
+                    put(at(&format!("{name}-fastest")), secs(c.low));
+                    put(at(&format!("{name}-slowest")), secs(c.high));
+                }
+            }
+            if let Some(r) = ratio(s.converged(), without.converged()) {
+                put(at("flow-ratio"), r);
+            }
+            if let Some(lines) = s.flow_lines {
+                put(at("flow-lines"), format!("{lines:.0}"));
+            }
+        }
+    }
+    for &n in sizes {
+        for (a, b) in PAIRS {
+            let (Some(sa), Some(sb)) = (stats.get(&(n, a)), stats.get(&(n, b))) else {
                 continue;
             };
-            let part = |f: fn(&(u64, u64)) -> u64| {
-                let mut v: Vec<f64> = runs
-                    .iter()
-                    .filter_map(|m| m.rss_at_end_kib.as_ref())
-                    .map(|r| f(r) as f64 / 1024.0)
-                    .collect();
-                median(&mut v)
+            let pair = format!("{n} {}/{}", a.key(), b.key());
+            for (what, x, y, decimals) in [
+                ("converged", sa.converge, sb.converge, 1),
+                ("cpu", sa.cpu, sb.cpu, 2),
+                ("rss", sa.rss, sb.rss, 1),
+            ] {
+                let (Some(x), Some(y)) = (x, y) else { continue };
+                if let Some(r) = ratio(Some(x.mid).filter(|m| m.is_finite()), Some(y.mid)) {
+                    put(format!("{pair} {what}"), r);
+                }
+                put(
+                    format!("{pair} {what}-verdict"),
+                    verdict(&x, &y, decimals).into(),
+                );
+            }
+        }
+    }
+    // What more Foos cost, between every two sizes.
+    for (small, large) in size_pairs(sizes) {
+        for subject in Subject::TABLE {
+            let (Some(a), Some(b)) = (stats.get(&(small, subject)), stats.get(&(large, subject)))
+            else {
+                continue;
             };
-            if let (Some(anon), Some(file)) = (part(|r| r.0), part(|r| r.1)) {
-                let _ = writeln!(out, "- {}: {anon:.1} MiB + {file:.1} MiB", subject.label());
+            let at = |what: &str| format!("{small}-{large} {} {what}", subject.key());
+            let more = (large - small) as f64;
+            if let (Some(x), Some(y)) = (a.converged(), b.converged()) {
+                put(at("per-foo"), format!("{:.2} s", (y - x) / more));
+            }
+            if let Some(slope) = slope(a.cpu, b.cpu, more) {
+                put(at("cpu-slope"), format!("{:.0} ms", slope * 1000.0));
+            }
+            if let Some(slope) = slope(a.rss, b.rss, more) {
+                put(at("rss-slope"), format!("{slope:.2} MiB"));
             }
         }
     }
     for ((n, _), runs) in results.iter().filter(|((_, s), _)| *s == Subject::Go) {
         if let Some(bytes) = runs.iter().find_map(|m| m.cached_bytes) {
-            let kib = |b: usize| b as f64 / 1024.0;
+            let kib = |b: usize| format!("{:.0} KiB", b as f64 / 1024.0);
+            let share =
+                |b: usize| format!("{:.0} %", 100.0 * b as f64 / bytes.listed.max(1) as f64);
+            put(format!("{n} json"), kib(bytes.listed));
+            put(format!("{n} managed"), kib(bytes.managed_fields));
+            put(format!("{n} managed-share"), share(bytes.managed_fields));
+            put(format!("{n} cached"), kib(bytes.step_8));
+            put(format!("{n} cached-share"), share(bytes.step_8));
+        }
+    }
+    for loc in lines {
+        put(format!("loc {}", loc.key), loc.lines.to_string());
+    }
+    found
+}
+
+/// Every two sizes, smaller first.
+fn size_pairs(sizes: &[usize]) -> Vec<(usize, usize)> {
+    let mut sorted = sizes.to_vec();
+    sorted.sort_unstable();
+    sorted.dedup();
+    let mut pairs = Vec::new();
+    for (i, &small) in sorted.iter().enumerate() {
+        for &large in &sorted[i + 1..] {
+            pairs.push((small, large));
+        }
+    }
+    pairs
+}
+
+/// How much the median grows per 100 more Foos, from `more` more.
+fn slope(small: Option<Spread>, large: Option<Spread>, more: f64) -> Option<f64> {
+    Some((large?.mid - small?.mid) / more * 100.0)
+}
+
+/// The tables the page shows, each between anchors it includes by name.
+fn report(
+    sizes: &[usize],
+    results: &Results,
+    build: Option<(Duration, Duration)>,
+    conditions: &Conditions,
+    lines: &[LinesOfCode],
+) -> String {
+    let Conditions {
+        idle_seconds,
+        repeat,
+        limit,
+    } = *conditions;
+    let stats = stats(results);
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "<!-- Written by `cargo xtask bench`; do not edit. Its figures, as data: the .json beside it. -->\n"
+    );
+    let _ = writeln!(out, "<!-- ANCHOR: main -->");
+    let _ = writeln!(
+        out,
+        "Each figure: the median of {repeat} runs, with the lowest and highest in brackets; \
+         ratios are of medians. A run not converged after {} s is counted as slower than any \
+         that did. CPU time: user and system, from the Foos' creation to convergence.\n",
+        limit.as_secs()
+    );
+    let _ = writeln!(
+        out,
+        "| Foos | Subject | Converged in | vs Go | vs floor | vs floor, 2 in flight | CPU time | Peak RSS | API writes |"
+    );
+    let _ = writeln!(out, "|---:|---|---:|---:|---:|---:|---:|---:|---:|");
+    for &n in sizes {
+        for subject in Subject::TABLE {
+            let Some(s) = stats.get(&(n, subject)) else {
+                continue;
+            };
+            let of = |other: Subject| stats.get(&(n, other)).and_then(Stats::converged);
+            let vs = |other: Subject| {
+                if other == subject || subject == Subject::BareClient {
+                    String::new()
+                } else {
+                    ratio(s.converged(), of(other)).unwrap_or_else(|| "-".into())
+                }
+            };
+            let shown = |x: Option<Spread>, decimals, unit| {
+                x.map_or("-".into(), |x: Spread| x.shown(decimals, unit))
+            };
             let _ = writeln!(
                 out,
-                "\n{n} Foos and their Deployments as listed after convergence: {:.0} KiB of JSON \
-                 (what Go and step 7 cache), of which managedFields {:.0} KiB ({:.0} %); step 8 \
-                 caches {:.0} KiB of it ({:.0} %).",
-                kib(bytes.listed),
-                kib(bytes.managed_fields),
-                100.0 * bytes.managed_fields as f64 / bytes.listed.max(1) as f64,
-                kib(bytes.step_8),
-                100.0 * bytes.step_8 as f64 / bytes.listed.max(1) as f64,
+                "| {n} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                subject.label(),
+                s.converge_cell(limit),
+                vs(Subject::Go),
+                vs(Subject::BareClient),
+                if subject == Subject::FloorWorkers {
+                    String::new()
+                } else {
+                    vs(Subject::FloorWorkers)
+                },
+                shown(s.cpu, 2, "s"),
+                shown(s.rss, 1, "MiB"),
+                shown(s.writes, 0, ""),
             );
         }
     }
-    let _ = writeln!(
-        out,
-        "\nLines of code (non-blank, non-comment, without tests):"
-    );
-    for (what, count) in lines {
-        let _ = writeln!(out, "- {what}: {count}");
+    let _ = writeln!(out, "<!-- ANCHOR_END: main -->");
+
+    let pairs = size_pairs(sizes);
+    if !pairs.is_empty() {
+        let _ = writeln!(out, "\n<!-- ANCHOR: cost -->");
+        let _ = writeln!(
+            out,
+            "What 100 more Foos cost, from the medians at two sizes:\n\n\
+             | Foos | Subject | CPU time | Peak RSS | Converged in |\n\
+             |---|---|---:|---:|---:|"
+        );
+        for (small, large) in pairs {
+            for subject in Subject::TABLE {
+                let (Some(a), Some(b)) =
+                    (stats.get(&(small, subject)), stats.get(&(large, subject)))
+                else {
+                    continue;
+                };
+                let more = (large - small) as f64;
+                let cpu = slope(a.cpu, b.cpu, more)
+                    .map_or("-".into(), |s| format!("{:.0} ms", s * 1000.0));
+                let rss = slope(a.rss, b.rss, more).map_or("-".into(), |s| format!("{s:.2} MiB"));
+                let time = match (a.converged(), b.converged()) {
+                    (Some(x), Some(y)) => format!("{:.1} s", (y - x) / more * 100.0),
+                    _ => "-".into(),
+                };
+                let _ = writeln!(
+                    out,
+                    "| {small} → {large} | {} | {cpu} | {rss} | {time} |",
+                    subject.label()
+                );
+            }
+        }
+        let _ = writeln!(out, "<!-- ANCHOR_END: cost -->");
     }
+
+    if let Some(&largest) = sizes.iter().max() {
+        let _ = writeln!(out, "\n<!-- ANCHOR: memory -->");
+        let _ = writeln!(
+            out,
+            "Resident memory at the end of the runs at {largest} Foos (medians), anonymous \
+             (heap, stacks) + file-backed (the binary and libraries):\n"
+        );
+        for subject in Subject::TABLE {
+            if let Some(Stats {
+                anon: Some(anon),
+                file: Some(file),
+                ..
+            }) = stats.get(&(largest, subject))
+            {
+                let _ = writeln!(out, "- {}: {anon:.1} MiB + {file:.1} MiB", subject.label());
+            }
+        }
+        for ((n, _), runs) in results.iter().filter(|((_, s), _)| *s == Subject::Go) {
+            if let Some(bytes) = runs.iter().find_map(|m| m.cached_bytes) {
+                let kib = |b: usize| b as f64 / 1024.0;
+                let _ = writeln!(
+                    out,
+                    "\n{n} Foos and their Deployments as listed after convergence: {:.0} KiB of \
+                     JSON (what Go and step 7 cache), of which managedFields {:.0} KiB ({:.0} %); \
+                     step 8 caches {:.0} KiB of it ({:.0} %).",
+                    kib(bytes.listed),
+                    kib(bytes.managed_fields),
+                    100.0 * bytes.managed_fields as f64 / bytes.listed.max(1) as f64,
+                    kib(bytes.step_8),
+                    100.0 * bytes.step_8 as f64 / bytes.listed.max(1) as f64,
+                );
+            }
+        }
+        let _ = writeln!(out, "<!-- ANCHOR_END: memory -->");
+    }
+
+    let idle: Vec<(usize, Subject, f64)> = stats
+        .iter()
+        .filter_map(|(&(n, subject), s)| Some((n, subject, s.idle?)))
+        .collect();
+    if !idle.is_empty() {
+        let _ = writeln!(out, "\n<!-- ANCHOR: idle -->");
+        let _ = writeln!(
+            out,
+            "| Foos | Subject | Writes in {idle_seconds} s idle |\n|---:|---|---:|"
+        );
+        for (n, subject, writes) in idle {
+            let _ = writeln!(out, "| {n} | {} | {writes:.0} |", subject.label());
+        }
+        let _ = writeln!(out, "<!-- ANCHOR_END: idle -->");
+    }
+
+    flow_report(&mut out, sizes, &stats, limit);
+
+    let _ = writeln!(out, "\n<!-- ANCHOR: requests -->");
     let _ = writeln!(
         out,
-        "\n*API writes*: creates, updates, patches and applies of Foos, Deployments and Events \
+        "*API writes*: creates, updates, patches and applies of Foos, Deployments and Events \
          while the run converged (kube-apiserver's `apiserver_request_total`), without \
          `deployments/status`, which only kube-controller-manager writes. They include the \
-         benchmark's own Foo creates and kube-controller-manager's Events. *Idle writes*: the \
-         same count over the idle period that starts once every Foo reports its final status \
-         (first run only). All requests by verb and resource, medians over the runs (the LISTs \
-         include the benchmark's polling):\n"
+         benchmark's own Foo creates and kube-controller-manager's Events. All requests by verb \
+         and resource, medians over the runs (the LISTs include the benchmark's polling):\n"
     );
     for ((n, subject), runs) in results {
-        let mut keys: Vec<&String> = runs.iter().flat_map(|m| m.requests.keys()).collect();
-        keys.sort();
-        keys.dedup();
-        let detail: Vec<String> = keys
+        let detail: Vec<String> = request_medians(runs)
             .into_iter()
-            .filter_map(|k| {
-                let mut values: Vec<f64> = runs
-                    .iter()
-                    .map(|m| m.requests.get(k).copied().unwrap_or(0.0))
-                    .collect();
-                median(&mut values).map(|v| format!("{k} {v}"))
-            })
+            .map(|(k, v)| format!("{k} {v}"))
             .collect();
         let _ = writeln!(
             out,
@@ -989,6 +1326,14 @@ fn report(
             subject.label(),
             detail.join(", ")
         );
+    }
+    let _ = writeln!(out, "<!-- ANCHOR_END: requests -->");
+    let _ = writeln!(
+        out,
+        "\nLines of code (non-blank, non-comment, without tests):"
+    );
+    for loc in lines {
+        let _ = writeln!(out, "- {}: {}", loc.what, loc.lines);
     }
     if let Some((cold, rebuild)) = build {
         let _ = writeln!(
@@ -1003,69 +1348,92 @@ fn report(
 
 /// The table of the flow's cost: each Rust step's convergence with the flow
 /// off and on, run after run, when the flow subjects ran.
-fn flow_report(out: &mut String, sizes: &[usize], results: &Results) {
-    let pairs: Vec<(usize, Subject, Subject)> = sizes
-        .iter()
-        .flat_map(|&n| {
-            [Subject::Step7Flow, Subject::Step8Flow]
-                .into_iter()
-                .filter_map(move |on| Some((n, on.flow_off()?, on)))
-        })
-        .filter(|(n, off, on)| {
-            results.contains_key(&(*n, *off)) && results.contains_key(&(*n, *on))
-        })
-        .collect();
-    if pairs.is_empty() {
+fn flow_report(
+    out: &mut String,
+    sizes: &[usize],
+    stats: &BTreeMap<(usize, Subject), Stats>,
+    limit: Duration,
+) {
+    let mut rows = Vec::new();
+    for &n in sizes {
+        for on in [Subject::Step7Flow, Subject::Step8Flow] {
+            let Some(off) = on.flow_off() else { continue };
+            if let (Some(a), Some(b)) = (stats.get(&(n, off)), stats.get(&(n, on))) {
+                let step = if off == Subject::Step7 {
+                    "step 7"
+                } else {
+                    "step 8"
+                };
+                let lines = b.flow_lines.map_or("-".into(), |l| format!("{l:.0}"));
+                rows.push(format!(
+                    "| {n} | {step} | {} | {} | {} | {lines} |",
+                    a.converge_cell(limit),
+                    b.converge_cell(limit),
+                    ratio(b.converged(), a.converged()).unwrap_or_else(|| "-".into()),
+                ));
+            }
+        }
+    }
+    if rows.is_empty() {
         return;
     }
-    // The anchor lets a page include this table alone (`FILE:flow`).
     let _ = writeln!(out, "\n<!-- ANCHOR: flow -->");
     let _ = writeln!(
         out,
-        "The flow off and on: each Rust step run again right after its run above, with \
-         SAMPLE_CONTROLLER_LOG_JSON naming a file (the flow's source, testcluster/src/flow.rs); \
-         medians, lowest and highest in brackets:\n"
+        "| Foos | Step | Flow off | Flow on | on / off | Flow lines |\n|---:|---|---:|---:|---:|---:|"
     );
-    let _ = writeln!(
-        out,
-        "| Foos | Step | Flow off | Flow on | on / off | Flow lines |"
-    );
-    let _ = writeln!(out, "|---:|---|---:|---:|---:|---:|");
-    for (n, off, on) in pairs {
-        let stats = |s| converge_stats(&results[&(n, s)]);
-        let shown = |s| match stats(s) {
-            (Some(mid), Some((min, max)), _) => with_spread((mid, min, max), 1, "s"),
-            (Some(mid), None, _) => format!("{mid:.1} s"),
-            (None, _, _) => "not converged".into(),
-        };
-        let ratio = match (stats(on).0, stats(off).0) {
-            (Some(a), Some(b)) if b > 0.0 => format!("{:.2}", a / b),
-            _ => "-".into(),
-        };
-        let mut lines: Vec<f64> = results[&(n, on)]
-            .iter()
-            .filter_map(|m| m.flow_lines)
-            .map(|l| l as f64)
-            .collect();
-        let lines = median(&mut lines).map_or("-".into(), |l| format!("{l:.0}"));
-        let step = if off == Subject::Step7 {
-            "step 7"
-        } else {
-            "step 8"
-        };
-        let _ = writeln!(
-            out,
-            "| {n} | {step} | {} | {} | {ratio} | {lines} |",
-            shown(off),
-            shown(on)
-        );
+    for row in rows {
+        let _ = writeln!(out, "{row}");
     }
     let _ = writeln!(out, "<!-- ANCHOR_END: flow -->");
+}
+
+/// Every run's measurement, for the data file.
+fn runs_as_data(results: &Results) -> Vec<serde_json::Value> {
+    let mut runs = Vec::new();
+    for ((n, subject), measured) in results {
+        for (i, m) in measured.iter().enumerate() {
+            runs.push(serde_json::json!({
+                "subject": subject.key(),
+                "foos": n,
+                "round": i + 1,
+                "converged": m.unconverged.is_none(),
+                "seconds": m.converge.as_secs_f64(),
+                "not_converged": m.unconverged,
+                "cpu_seconds": m.cpu,
+                "peak_rss_kib": m.peak_rss_kib,
+                "rss_anon_kib_at_end": m.rss_at_end_kib.map(|r| r.0),
+                "rss_file_kib_at_end": m.rss_at_end_kib.map(|r| r.1),
+                "writes": writes(&m.requests),
+                "requests": m.requests,
+                "idle_writes": m.idle_writes,
+                "flow_lines": m.flow_lines,
+                "cached_bytes": m.cached_bytes.map(|c| serde_json::json!({
+                    "listed": c.listed,
+                    "managed_fields": c.managed_fields,
+                    "step_8": c.step_8,
+                })),
+            }));
+        }
+    }
+    runs
+}
+
+/// The colour of a subject in the charts.
+fn colour(subject: Subject) -> &'static str {
+    match subject {
+        Subject::Go => "#4e79a7",
+        Subject::Step7 | Subject::Step7Flow => "#e15759",
+        Subject::Step8 | Subject::Step8Flow => "#59a14f",
+        Subject::FloorWorkers => "#b07aa1",
+        Subject::BareClient => "#9c9c9c",
+    }
 }
 
 /// A horizontal bar chart of convergence times, as SVG: each bar the
 /// median, its whisker the lowest and highest run that converged.
 fn chart(sizes: &[usize], results: &Results, limit: Duration) -> String {
+    let stats = stats(results);
     let max = results
         .values()
         .flat_map(|runs| runs.iter())
@@ -1080,35 +1448,30 @@ fn chart(sizes: &[usize], results: &Results, limit: Duration) -> String {
             r#"<text x="10" y="{y}" font-weight="bold">{n} Foos</text>"#
         );
         y += 10.0;
-        for (subject, colour) in [
-            (Subject::Go, "#4e79a7"),
-            (Subject::Step7, "#e15759"),
-            (Subject::Step8, "#59a14f"),
-            (Subject::BareClient, "#9c9c9c"),
-        ] {
-            let Some(runs) = results.get(&(n, subject)) else {
+        for subject in Subject::TABLE {
+            let Some(s) = stats.get(&(n, subject)) else {
                 continue;
             };
-            let (mid, range, unconverged) = converge_stats(runs);
-            let x = |secs: f64| left + (secs / max * width).max(1.0);
+            let x = |secs: f64| left + (secs.min(max) / max * width).max(1.0);
             let _ = writeln!(
                 body,
                 r#"<text x="10" y="{}">{}</text>"#,
                 y + bar_height - 5.0,
                 subject.label()
             );
-            let (end, label) = match mid {
+            let (end, label) = match s.converged() {
                 Some(secs) => (x(secs), format!("{secs:.1} s")),
                 None => (x(max), format!("over {} s", limit.as_secs())),
             };
             let _ = writeln!(
                 body,
-                r#"<rect x="{left}" y="{y}" width="{:.1}" height="{bar_height}" fill="{colour}"/>"#,
-                end - left
+                r#"<rect x="{left}" y="{y}" width="{:.1}" height="{bar_height}" fill="{}"/>"#,
+                end - left,
+                colour(subject)
             );
             let mut label_x = end;
-            if let Some((min, high)) = range {
-                let (a, b) = (x(min), x(high));
+            if let Some(c) = s.converge.filter(|c| c.runs > 1 && c.low.is_finite()) {
+                let (a, b) = (x(c.low), x(c.high));
                 let middle = y + bar_height / 2.0;
                 let _ = writeln!(
                     body,
@@ -1120,8 +1483,8 @@ fn chart(sizes: &[usize], results: &Results, limit: Duration) -> String {
                 );
                 label_x = label_x.max(b);
             }
-            let note = if unconverged > 0 {
-                format!(" ({unconverged} of {} not converged)", runs.len())
+            let note = if s.unconverged > 0 {
+                format!(" ({} not converged)", s.unconverged)
             } else {
                 String::new()
             };
@@ -1140,4 +1503,430 @@ fn chart(sizes: &[usize], results: &Results, limit: Duration) -> String {
          <title>Time until every Deployment exists and every Foo has a status: median bar, lowest and highest run as whisker</title>\n{body}</svg>\n",
         h = y + 10.0
     )
+}
+
+/// A step for an axis from 0 to at least `highest`, 1, 2 or 5 times a power
+/// of ten, and how many steps: four or five ticks with round values.
+fn axis(highest: f64) -> (f64, u32) {
+    if highest <= 0.0 {
+        return (1.0, 1);
+    }
+    let rough = highest / 4.0;
+    let magnitude = 10f64.powf(rough.log10().floor());
+    let step = [1.0, 2.0, 5.0, 10.0]
+        .into_iter()
+        .map(|m| m * magnitude)
+        .find(|step| *step >= rough)
+        .unwrap_or(10.0 * magnitude);
+    (step, (highest / step).ceil() as u32)
+}
+
+/// Two line charts, as SVG: each subject's median CPU time and peak RSS
+/// against the number of Foos, a point per size, with the slope per 100
+/// Foos beside the line's end.
+fn cost_chart(sizes: &[usize], results: &Results) -> String {
+    let stats = stats(results);
+    let largest = sizes.iter().copied().max().unwrap_or(1).max(1) as f64;
+    let (panel_width, panel_height, first_top, left, gap) = (300.0, 200.0, 40.0, 50.0, 75.0);
+    let label_width = 210.0;
+    let mut body = String::new();
+    // Title, unit, the measure, and how its growth per 100 Foos is shown.
+    type Panel = (
+        &'static str,
+        &'static str,
+        fn(&Stats) -> Option<Spread>,
+        fn(f64) -> String,
+    );
+    let panels: [Panel; 2] = [
+        (
+            "CPU time to converge",
+            "s",
+            |s| s.cpu,
+            |growth| format!("{:.0} ms", growth * 1000.0),
+        ),
+        (
+            "Peak RSS",
+            "MiB",
+            |s| s.rss,
+            |growth| format!("{growth:.2} MiB"),
+        ),
+    ];
+    for (i, (title, unit, measure, growth_shown)) in panels.into_iter().enumerate() {
+        // The panels one above the other, so that each is legible in a page's column.
+        let x0 = left;
+        let top = first_top + i as f64 * (panel_height + gap);
+        let points: Vec<(Subject, Vec<(f64, f64)>)> = Subject::TABLE
+            .into_iter()
+            .map(|subject| {
+                let line = sizes
+                    .iter()
+                    .filter_map(|&n| {
+                        let value = measure(stats.get(&(n, subject))?)?.mid;
+                        Some((n as f64, value))
+                    })
+                    .collect();
+                (subject, line)
+            })
+            .filter(|(_, line): &(Subject, Vec<(f64, f64)>)| !line.is_empty())
+            .collect();
+        let (step, ticks) = axis(
+            points
+                .iter()
+                .flat_map(|(_, line)| line.iter().map(|p| p.1))
+                .fold(0.0, f64::max),
+        );
+        let highest = step * ticks as f64;
+        let x = |n: f64| x0 + n / largest * panel_width;
+        let y = |v: f64| top + panel_height - v / highest * panel_height;
+        let _ = writeln!(
+            body,
+            r#"<text x="{x0}" y="{:.1}" font-weight="bold">{title} ({unit}) against Foos</text>"#,
+            top - 20.0
+        );
+        let _ = writeln!(
+            body,
+            r#"<path d="M{x0} {top}V{bottom}H{right}" stroke="black" fill="none"/>"#,
+            bottom = top + panel_height,
+            right = x0 + panel_width
+        );
+        let decimals = if step < 1.0 { 1 } else { 0 };
+        for tick in 0..=ticks {
+            let value = step * tick as f64;
+            let _ = writeln!(
+                body,
+                r#"<text x="{:.1}" y="{:.1}" text-anchor="end" font-size="11">{value:.decimals$}</text>"#,
+                x0 - 4.0,
+                y(value) + 4.0
+            );
+        }
+        for &n in sizes {
+            let _ = writeln!(
+                body,
+                r#"<text x="{:.1}" y="{:.1}" text-anchor="middle" font-size="11">{n}</text>"#,
+                x(n as f64),
+                top + panel_height + 15.0
+            );
+        }
+        // The labels at the right, one per line, in the order of the lines' ends.
+        let mut ends: Vec<(f64, Subject, String)> = Vec::new();
+        for (subject, line) in &points {
+            let path: Vec<String> = line
+                .iter()
+                .map(|&(n, v)| format!("{:.1},{:.1}", x(n), y(v)))
+                .collect();
+            let _ = writeln!(
+                body,
+                r#"<polyline points="{}" stroke="{c}" stroke-width="2" fill="none"/>"#,
+                path.join(" "),
+                c = colour(*subject)
+            );
+            for &(n, v) in line {
+                let _ = writeln!(
+                    body,
+                    r#"<circle cx="{:.1}" cy="{:.1}" r="3" fill="{}"/>"#,
+                    x(n),
+                    y(v),
+                    colour(*subject)
+                );
+            }
+            let (first, last) = (line[0], line[line.len() - 1]);
+            let per_100 = if last.0 > first.0 {
+                let growth = (last.1 - first.1) / (last.0 - first.0) * 100.0;
+                format!(": {} per 100", growth_shown(growth))
+            } else {
+                String::new()
+            };
+            ends.push((y(last.1), *subject, format!("{}{per_100}", subject.short())));
+        }
+        ends.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let mut next_free = top;
+        for (end_y, subject, text) in ends {
+            let label_y = end_y.max(next_free) + 4.0;
+            next_free = label_y + 9.0;
+            let _ = writeln!(
+                body,
+                r#"<text x="{:.1}" y="{label_y:.1}" font-size="11" fill="{}">{text}</text>"#,
+                x0 + panel_width + 6.0,
+                colour(subject)
+            );
+        }
+    }
+    format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" font-family=\"sans-serif\" font-size=\"13\">\n\
+         <title>CPU time from the Foos' creation to convergence, and peak RSS, against the number of Foos: medians, with the growth per 100 Foos</title>\n{body}</svg>\n",
+        w = panel_width + left + label_width,
+        h = first_top + 2.0 * panel_height + gap + 30.0
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A run that converged in `secs`, with `cpu` seconds, `rss` MiB and
+    /// `writes` status PUTs.
+    fn run(secs: f64, cpu: f64, rss: u64, writes: f64) -> Measurement {
+        Measurement {
+            converge: Duration::from_secs_f64(secs),
+            cpu: Some(cpu),
+            peak_rss_kib: Some(rss * 1024),
+            requests: BTreeMap::from([("PUT foos/status".to_string(), writes)]),
+            ..Measurement::default()
+        }
+    }
+
+    fn results() -> Results {
+        BTreeMap::from([
+            (
+                (100, Subject::Go),
+                vec![
+                    run(20.0, 1.0, 30, 100.0),
+                    run(21.0, 1.2, 31, 100.0),
+                    run(19.0, 1.1, 32, 102.0),
+                ],
+            ),
+            (
+                (500, Subject::Go),
+                vec![
+                    run(100.0, 5.0, 38, 500.0),
+                    run(101.0, 5.4, 38, 510.0),
+                    run(99.0, 5.2, 39, 505.0),
+                ],
+            ),
+            (
+                (100, Subject::Step8),
+                vec![
+                    run(2.0, 0.2, 13, 100.0),
+                    run(3.0, 0.3, 14, 100.0),
+                    run(2.5, 0.25, 14, 100.0),
+                ],
+            ),
+            (
+                (500, Subject::Step8),
+                vec![
+                    run(10.0, 1.0, 20, 500.0),
+                    run(12.0, 1.1, 21, 500.0),
+                    run(8.0, 0.9, 20, 500.0),
+                ],
+            ),
+        ])
+    }
+
+    #[test]
+    fn each_figure_is_the_median_of_the_runs_with_the_lowest_and_highest() {
+        let f = figures(&[100, 500], &results(), &[]);
+        for (key, value) in [
+            ("500 step8 converged", "10.0 s"),
+            ("500 step8 fastest", "8.0 s"),
+            ("500 step8 slowest", "12.0 s"),
+            ("500 step8 cpu", "1.00 s"),
+            ("500 step8 cpu-lowest", "0.90 s"),
+            ("500 step8 cpu-per-foo", "2.00 ms"),
+            ("500 step8 rss", "20.0 MiB"),
+            ("500 step8 rss-highest", "21.0 MiB"),
+            ("500 go writes", "505"),
+            ("500 go PUT foos/status", "505"),
+            ("500 step8 vs-go", "0.10"),
+            ("500 step8/go rss", "0.53"),
+        ] {
+            assert_eq!(f.get(key).map(String::as_str), Some(value), "{key}");
+        }
+        // No subject is compared with itself, and a floor that did not run gives no ratio.
+        assert_eq!(f.get("500 go vs-go"), None);
+        assert_eq!(f.get("500 step8 vs-floor"), None);
+    }
+
+    #[test]
+    fn a_comparison_is_a_finding_only_when_every_run_is_on_one_side() {
+        let f = figures(&[100, 500], &results(), &[]);
+        let verdict = |key: &str| f.get(key).map(String::as_str);
+        assert_eq!(
+            verdict("500 step8/go converged-verdict"),
+            Some("lower in every run")
+        );
+        let overlapping = BTreeMap::from([
+            (
+                (500, Subject::Step7),
+                vec![
+                    run(9.0, 1.0, 26, 1.0),
+                    run(21.0, 1.0, 26, 1.0),
+                    run(15.0, 1.0, 26, 1.0),
+                ],
+            ),
+            (
+                (500, Subject::Step8),
+                results()[&(500, Subject::Step8)].clone(),
+            ),
+        ]);
+        let f = figures(&[500], &overlapping, &[]);
+        assert_eq!(
+            f.get("500 step8/step7 converged-verdict")
+                .map(String::as_str),
+            Some("inconclusive: the runs overlap")
+        );
+        assert_eq!(
+            f.get("500 step8/step7 rss-verdict").map(String::as_str),
+            Some("lower in every run")
+        );
+        // 0.46 s against 0.49 s is 0.5 s against 0.5 s on the page: no finding.
+        let close = BTreeMap::from([
+            (
+                (500, Subject::Step7),
+                vec![run(0.46, 1.0, 26, 1.0), run(0.46, 1.0, 26, 1.0)],
+            ),
+            (
+                (500, Subject::Step8),
+                vec![run(0.49, 1.0, 20, 1.0), run(0.49, 1.0, 20, 1.0)],
+            ),
+        ]);
+        let f = figures(&[500], &close, &[]);
+        assert_eq!(
+            f.get("500 step7/step8 converged-verdict")
+                .map(String::as_str),
+            None,
+            "only the pairs the page can use"
+        );
+        assert_eq!(
+            f.get("500 step8/step7 converged-verdict")
+                .map(String::as_str),
+            Some("inconclusive: the runs overlap")
+        );
+        let single = BTreeMap::from([
+            ((500, Subject::Step7), vec![run(9.0, 1.0, 26, 1.0)]),
+            ((500, Subject::Step8), vec![run(8.0, 1.0, 20, 1.0)]),
+        ]);
+        let f = figures(&[500], &single, &[]);
+        assert_eq!(
+            f.get("500 step8/step7 converged-verdict")
+                .map(String::as_str),
+            Some("one run: no spread to judge by")
+        );
+    }
+
+    #[test]
+    fn two_sizes_give_what_100_more_foos_cost() {
+        let f = figures(&[100, 500], &results(), &[]);
+        // Go: 1.1 s to 5.2 s of CPU, 31 to 38 MiB, 20 s to 100 s, over 400 more Foos.
+        assert_eq!(
+            f.get("100-500 go cpu-slope").map(String::as_str),
+            Some("1025 ms")
+        );
+        assert_eq!(
+            f.get("100-500 go rss-slope").map(String::as_str),
+            Some("1.75 MiB")
+        );
+        assert_eq!(
+            f.get("100-500 go per-foo").map(String::as_str),
+            Some("0.20 s")
+        );
+        let table = report(
+            &[100, 500],
+            &results(),
+            None,
+            &Conditions {
+                idle_seconds: 300,
+                repeat: 3,
+                limit: Duration::from_secs(300),
+            },
+            &[],
+        );
+        assert!(
+            table.contains("| 100 → 500 | Go sample-controller | 1025 ms | 1.75 MiB | 20.0 s |"),
+            "{table}"
+        );
+    }
+
+    #[test]
+    fn a_run_that_did_not_converge_counts_as_slower_than_any_that_did() {
+        let mut runs = results()[&(500, Subject::Step8)].clone();
+        runs[0].unconverged = Some("499/500 Deployments".into());
+        let s = Stats::of(&runs);
+        assert_eq!(s.converged(), Some(12.0));
+        assert_eq!(
+            s.converge_cell(Duration::from_secs(300)),
+            "12.0 s (8.0–over 300); 1 of 3 did not converge in 300 s"
+        );
+        runs[1].unconverged = Some("0/500 Deployments".into());
+        let s = Stats::of(&runs);
+        assert_eq!(s.converged(), None);
+        assert!(
+            s.converge_cell(Duration::from_secs(300))
+                .starts_with("over 300 s")
+        );
+    }
+
+    #[test]
+    fn a_report_written_again_from_the_recorded_runs_is_the_same() {
+        let mut results = results();
+        results.get_mut(&(500, Subject::Go)).unwrap()[0].cached_bytes = Some(CachedBytes {
+            listed: 2_000_000,
+            managed_fields: 900_000,
+            step_8: 550_000,
+        });
+        results.get_mut(&(100, Subject::Step8)).unwrap()[1].unconverged = Some("late".into());
+        let data = serde_json::json!({
+            "conditions": {"sizes": [100, 500], "repeat": 3, "timeout_seconds": 300, "idle_seconds": 300},
+            "runs": runs_as_data(&results),
+        });
+        let (conditions, sizes, again) = runs_from_data(&data.to_string()).unwrap();
+        assert_eq!(sizes, [100, 500]);
+        assert_eq!(conditions.limit, Duration::from_secs(300));
+        assert_eq!(figures(&sizes, &again, &[]), figures(&sizes, &results, &[]));
+        let first = Conditions {
+            idle_seconds: 300,
+            repeat: 3,
+            limit: Duration::from_secs(300),
+        };
+        assert_eq!(
+            report(&sizes, &again, None, &conditions, &[]),
+            report(&sizes, &results, None, &first, &[])
+        );
+    }
+
+    #[test]
+    fn a_chart_axis_steps_in_round_values_past_the_highest_point() {
+        assert_eq!(axis(1.99), (0.5, 4));
+        assert_eq!(axis(38.6), (10.0, 4));
+        assert_eq!(axis(0.0).1, 1);
+    }
+
+    #[test]
+    fn the_report_has_each_section_the_page_includes_by_anchor() {
+        let mut results = results();
+        results.get_mut(&(100, Subject::Go)).unwrap()[0].idle_writes = Some(2124.0);
+        results.insert(
+            (500, Subject::Step8Flow),
+            results[&(500, Subject::Step8)].clone(),
+        );
+        let table = report(
+            &[100, 500],
+            &results,
+            None,
+            &Conditions {
+                idle_seconds: 300,
+                repeat: 3,
+                limit: Duration::from_secs(300),
+            },
+            &[],
+        );
+        for anchor in ["main", "cost", "memory", "idle", "flow", "requests"] {
+            assert!(
+                table.contains(&format!("<!-- ANCHOR: {anchor} -->")),
+                "{anchor}"
+            );
+            assert!(
+                table.contains(&format!("<!-- ANCHOR_END: {anchor} -->")),
+                "{anchor}"
+            );
+        }
+        let page =
+            std::fs::read_to_string(crate::repo_root().join("book/src/performance.md")).unwrap();
+        for include in page.split("{{#include outputs/performance.txt:").skip(1) {
+            let anchor = include.split("}}").next().unwrap();
+            assert!(
+                table.contains(&format!("<!-- ANCHOR: {anchor} -->")),
+                "the page includes {anchor}"
+            );
+        }
+    }
 }

@@ -32,7 +32,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail, ensure};
 
-use crate::bench::spread;
+use crate::measure::spread;
 
 /// The last commit before the first-build cuts (serde_yaml, k8s-openapi's
 /// schemars feature, dependencies' debug info).

@@ -11,8 +11,11 @@
 //! The report is the heap at its largest (dhat's t-gmax): how many bytes,
 //! which crates asked for them, and the ten largest allocation sites.
 //!
-//! Writes the report to `book/src/outputs/heap-profile.txt`. Figures, not
-//! pass/fail. The JSON stays in `target/heap/run/` for dhat's own viewer
+//! Writes the report to `book/src/outputs/heap-profile.txt` and its figures,
+//! as data, to `heap-profile.json` (`{{#figure heap-profile KEY}}` reads
+//! them: `peak`, `peak-at`, `recorded`, `blocks`; `fn NAME`, `fn NAME
+//! share`, `fn NAME blocks` for a function of the table; `site FRAME sizes`
+//! for the first frame of the largest sites). Figures, not pass/fail. The JSON stays in `target/heap/run/` for dhat's own viewer
 //! (`dh_view.html`, from Valgrind).
 
 use std::collections::BTreeMap;
@@ -23,7 +26,7 @@ use anyhow::{Context, Result, bail};
 use serde::Deserialize;
 use testcluster::{ControlPlane, Options};
 
-use crate::bench;
+use crate::measure;
 
 /// Seconds the profile goes on after every Foo has converged.
 const STEADY_SECONDS: u64 = 30;
@@ -135,11 +138,11 @@ pub async fn heap_profile(args: HeapArgs) -> Result<()> {
         cp.kubeconfig_path().display().to_string(),
     ];
     println!("==> step 8 (dhat) with {} Foos", args.foos);
-    let mut child = bench::start_in(&exe, &args_, &log, Some(&run_dir), &[]).await?;
+    let mut child = measure::start_in(&exe, &args_, &log, Some(&run_dir), &[]).await?;
     let started = Instant::now();
-    bench::create_foos(&client, ns, args.foos).await?;
+    measure::create_foos(&client, ns, args.foos).await?;
     if let Some(state) =
-        bench::wait_converged(&client, ns, args.foos, Duration::from_secs(600)).await?
+        measure::wait_converged(&client, ns, args.foos, Duration::from_secs(600)).await?
     {
         bail!("step 8 under dhat did not converge in 600 s: {state}");
     }
@@ -166,20 +169,49 @@ fn write_report(root: &std::path::Path, json: &std::path::Path, foos: usize) -> 
     let text = std::fs::read_to_string(json)
         .with_context(|| format!("reading {} (dhat writes it on exit)", json.display()))?;
     let file: DhatFile = serde_json::from_str(&text).context("parsing dhat's JSON")?;
-    let report = report(&file, foos)?;
+    let (report, figures) = report(&file, foos)?;
     print!("\n{report}");
     let out = root.join("book/src/outputs/heap-profile.txt");
     std::fs::write(&out, &report).with_context(|| format!("writing {}", out.display()))?;
+    let data = serde_json::json!({
+        "written_by": "cargo xtask heap-profile",
+        "foos": foos,
+        "figures": figures,
+    });
+    let data_out = out.with_extension("json");
+    std::fs::write(&data_out, serde_json::to_string_pretty(&data)? + "\n")
+        .with_context(|| format!("writing {}", data_out.display()))?;
     println!(
-        "(written to {}; dhat's file: {})",
+        "(written to {} and {}; dhat's file: {})",
         out.display(),
+        data_out.display(),
         json.display()
     );
     Ok(())
 }
 
-/// The heap at t-gmax: total, by crate, and the ten largest sites.
-fn report(file: &DhatFile, foos: usize) -> Result<String> {
+/// `2577.0` KiB as `2.5 MiB`, `89.0` as `89 KiB`.
+fn kib(bytes: u64) -> String {
+    let kib = bytes as f64 / 1024.0;
+    if kib >= 1024.0 {
+        format!("{:.1} MiB", kib / 1024.0)
+    } else {
+        format!("{kib:.0} KiB")
+    }
+}
+
+/// `2488` as `2488 B`, `1106704` as `1.1 MB`.
+fn block_size(bytes: u64) -> String {
+    if bytes >= 1_000_000 {
+        format!("{:.1} MB", bytes as f64 / 1e6)
+    } else {
+        format!("{bytes} B")
+    }
+}
+
+/// The heap at t-gmax: total, by function, and the ten largest sites; as
+/// text, and as figures by key.
+fn report(file: &DhatFile, foos: usize) -> Result<(String, BTreeMap<String, String>)> {
     let Some(tg) = file.tg else {
         bail!("dhat's file has no t-gmax: was it a heap profile?");
     };
@@ -192,6 +224,15 @@ fn report(file: &DhatFile, foos: usize) -> Result<String> {
     let blocks: u64 = live.iter().filter_map(|pp| pp.gbk).sum();
     let total: u64 = file.pps.iter().map(|pp| pp.tb).sum();
     let mib = |b: u64| b as f64 / (1u64 << 20) as f64;
+    let mut figures = BTreeMap::from([
+        (
+            "recorded".to_string(),
+            format!("{:.1} s", file.te as f64 / 1e6),
+        ),
+        ("peak-at".to_string(), format!("{:.1} s", tg as f64 / 1e6)),
+        ("peak".to_string(), format!("{:.1} MiB", mib(bytes))),
+        ("blocks".to_string(), blocks.to_string()),
+    ]);
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -226,12 +267,14 @@ fn report(file: &DhatFile, foos: usize) -> Result<String> {
     let mut rows: Vec<_> = by_owner.into_iter().collect();
     rows.sort_by_key(|row| std::cmp::Reverse(row.1.0));
     for (name, (b, k)) in rows.iter().take(12) {
+        let share = 100.0 * *b as f64 / bytes.max(1) as f64;
+        figures.insert(format!("fn {name}"), kib(*b));
+        figures.insert(format!("fn {name} share"), format!("{share:.1} %"));
+        figures.insert(format!("fn {name} blocks"), k.to_string());
         let _ = writeln!(
             out,
-            "  {:>8.1} KiB {:>5.1} % {:>6} blocks  {name}",
+            "  {:>8.1} KiB {share:>5.1} % {k:>6} blocks  {name}",
             *b as f64 / 1024.0,
-            100.0 * *b as f64 / bytes.max(1) as f64,
-            k
         );
     }
     let rest: u64 = rows.iter().skip(12).map(|(_, (b, _))| b).sum();
@@ -248,20 +291,38 @@ fn report(file: &DhatFile, foos: usize) -> Result<String> {
     );
     let mut sites: Vec<&&ProgramPoint> = live.iter().collect();
     sites.sort_by_key(|pp| std::cmp::Reverse(pp.gb));
+    // Per first frame: the average block sizes of its sites, largest site first.
+    let mut site_sizes: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for pp in sites.iter().take(10) {
         let frames = owning_frames(pp, &file.ftbl);
+        let average = pp.gb.unwrap_or(0) / pp.gbk.unwrap_or(1).max(1);
+        if let Some(first) = frames.first() {
+            let sizes = site_sizes
+                .entry(short(first).trim_end_matches("::{{closure}}").to_string())
+                .or_default();
+            if !sizes.contains(&block_size(average)) {
+                sizes.push(block_size(average));
+            }
+        }
         let _ = writeln!(
             out,
             "  {:>8.1} KiB {:>7} blocks of {} B on average",
             pp.gb.unwrap_or(0) as f64 / 1024.0,
             pp.gbk.unwrap_or(0),
-            pp.gb.unwrap_or(0) / pp.gbk.unwrap_or(1).max(1)
+            average
         );
         for frame in frames.iter().take(3) {
             let _ = writeln!(out, "      {}", short(frame));
         }
     }
-    Ok(out)
+    for (frame, sizes) in site_sizes {
+        let sizes = match sizes.split_last() {
+            Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+            _ => sizes.join(""),
+        };
+        figures.insert(format!("site {frame} sizes"), sizes);
+    }
+    Ok((out, figures))
 }
 
 /// The symbols of `pp`'s frames, innermost first, leaving out plumbing.
@@ -384,6 +445,56 @@ mod tests {
         assert_eq!(
             short("kube_runtime::watcher::step<K>::{{closure}}"),
             "kube_runtime::watcher::step::{{closure}}"
+        );
+    }
+
+    #[test]
+    fn the_report_gives_as_figures_what_its_text_shows() {
+        let ftbl: Vec<String> = [
+            "[root]",
+            "0x1: alloc::raw_vec::RawVec<T,A>::grow_one (raw_vec.rs:1:1)",
+            "0x2: step8::caches::relevant_changes::{{closure}} (caches.rs:1:1)",
+            "0x3: kube_runtime::reflector::store::Writer<K>::apply_watcher_event (store.rs:1:1)",
+        ]
+        .map(String::from)
+        .to_vec();
+        let point = |bytes: u64, blocks: u64, frame: usize| ProgramPoint {
+            tb: bytes * 2,
+            gb: Some(bytes),
+            gbk: Some(blocks),
+            fs: vec![1, frame],
+        };
+        let file = DhatFile {
+            tg: Some(12_300_000),
+            te: 45_600_000,
+            pps: vec![
+                point(2_638_848, 1, 2),
+                point(1_048_576, 512, 3),
+                point(2_048, 2, 3),
+            ],
+            ftbl,
+        };
+        let (text, figures) = report(&file, 500).unwrap();
+        let figure = |key: &str| figures.get(key).map(String::as_str);
+        assert_eq!(figure("peak"), Some("3.5 MiB"));
+        assert_eq!(figure("peak-at"), Some("12.3 s"));
+        assert_eq!(figure("recorded"), Some("45.6 s"));
+        assert_eq!(figure("blocks"), Some("515"));
+        assert_eq!(
+            figure("fn step8::caches::relevant_changes"),
+            Some("2.5 MiB")
+        );
+        assert_eq!(
+            figure("fn step8::caches::relevant_changes share"),
+            Some("71.5 %")
+        );
+        assert_eq!(
+            figure("site kube_runtime::reflector::store::Writer::apply_watcher_event sizes"),
+            Some("2048 B and 1024 B")
+        );
+        assert!(
+            text.contains("   2577.0 KiB  71.5 %      1 blocks  step8::caches::relevant_changes"),
+            "{text}"
         );
     }
 }

@@ -31,10 +31,12 @@ mod demo;
 #[cfg(test)]
 mod devtools;
 mod firstbuild;
+mod generated;
 mod gosource;
 mod heap;
 mod kubectl;
 mod markdown;
+mod measure;
 mod oldest;
 mod prepare;
 mod preprocess;

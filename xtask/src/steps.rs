@@ -7,6 +7,8 @@
 use anyhow::{Context, Result, bail, ensure};
 use testcluster::steps::{Branch, STEPS, Step, behaviours};
 
+use crate::generated;
+
 /// The README's table of steps starts at this line.
 const README_HEADER: &str = "| Step | Run | Adds | Go counterpart |";
 
@@ -113,36 +115,16 @@ fn page_name(chapter: &str) -> String {
     page.replace('-', " ")
 }
 
-/// Writes `path` (from the repository root) as `make` turns what it holds,
-/// or with `check` only compares. Returns `path` if it is stale.
-fn write(path: &str, check: bool, make: impl Fn(&str) -> Result<String>) -> Result<Option<String>> {
-    let full = crate::repo_root().join(path);
-    let committed =
-        std::fs::read_to_string(&full).with_context(|| format!("reading {}", full.display()))?;
-    let written = make(&committed).with_context(|| path.to_string())?;
-    if written == committed {
-        println!("    {path}: current");
-        Ok(None)
-    } else if check {
-        println!("    {path}: STALE");
-        Ok(Some(path.to_string()))
-    } else {
-        std::fs::write(&full, written).with_context(|| format!("writing {}", full.display()))?;
-        println!("    {path}: written");
-        Ok(None)
-    }
-}
-
 /// `cargo xtask steps [--check]`: the README's table of steps and the
 /// teacher notes' table of Go's branches, then the workshop's files.
 pub fn steps(check: bool) -> Result<()> {
     let readme_rows: Vec<String> = STEPS.iter().map(readme_row).collect();
     let branches = branch_rows(STEPS)?;
     let stale: Vec<String> = [
-        write("README.md", check, |text| {
+        generated::write("README.md", check, |text| {
             with_table(text, README_HEADER, &readme_rows)
         })?,
-        write("book/src/workshop.md", check, |text| {
+        generated::write("book/src/workshop.md", check, |text| {
             with_table(text, BRANCHES_HEADER, &branches)
         })?,
     ]

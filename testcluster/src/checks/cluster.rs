@@ -339,12 +339,17 @@ pub(super) async fn untouched_until_refused(
             return Ok(());
         }
         if !p.process.is_running() {
-            return Err(p.explain(expected, format!("it exited after {refused} refusal(s)")));
+            return Err(p.explain(
+                expected,
+                format!("it exited after {refused} refusal(s)"),
+                true,
+            ));
         }
         if tokio::time::Instant::now() >= deadline {
             return Err(p.explain(
                 expected,
                 format!("after {WAIT:?}: the refusal logged {refused} time(s)"),
+                false,
             ));
         }
     }

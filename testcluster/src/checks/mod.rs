@@ -465,7 +465,10 @@ impl Program {
             .await;
         match found {
             Ok(line) => Ok(line),
-            Err(e) => Err(self.explain(wanted, e)),
+            Err(e) => {
+                let exited = exited_first(&e);
+                Err(self.explain(wanted, e, exited))
+            }
         }
     }
 
@@ -477,14 +480,18 @@ impl Program {
     ) -> Checked<String> {
         match self.process.expect_where(what, matches).await {
             Ok(line) => Ok(line),
-            Err(e) => Err(self.explain(what.to_string(), e)),
+            Err(e) => {
+                let exited = exited_first(&e);
+                Err(self.explain(what.to_string(), e, exited))
+            }
         }
     }
 
-    /// A failure of `expected`, saying how the program fared meanwhile.
-    fn explain(&mut self, expected: String, err: impl fmt::Display) -> Failure {
+    /// A failure of `expected`, saying how the program fared meanwhile
+    /// (`told_exit`: `err` already says that it exited).
+    fn explain(&mut self, expected: String, err: impl fmt::Display, told_exit: bool) -> Failure {
         let mut happened = err.to_string();
-        if !self.process.is_running() && !happened.contains("exited") {
+        if !told_exit && !self.process.is_running() {
             happened.push_str("; it exited");
         }
         // Its first panic (where and why), then its last lines.
@@ -528,10 +535,14 @@ impl Program {
             if !self.process.is_running() {
                 // Read what it printed last (a panic, say) before explaining.
                 self.process.drain_for(Duration::from_millis(200)).await;
-                return Err(self.explain(expected.to_string(), format!("meanwhile {now}")));
+                return Err(self.explain(expected.to_string(), format!("meanwhile {now}"), false));
             }
             if tokio::time::Instant::now() >= deadline {
-                return Err(self.explain(expected.to_string(), format!("after {wait:?}: {now}")));
+                return Err(self.explain(
+                    expected.to_string(),
+                    format!("after {wait:?}: {now}"),
+                    false,
+                ));
             }
             self.process.drain_for(Duration::from_millis(200)).await;
         }
@@ -547,10 +558,10 @@ impl Program {
             };
         match status {
             Ok(s) if s.success() => Ok(()),
-            Ok(s) => Err(self.explain(expected, format!("it exited with {s}"))),
+            Ok(s) => Err(self.explain(expected, format!("it exited with {s}"), true)),
             Err(e) => {
                 let _ = self.process.kill().await;
-                Err(self.explain(expected, format!("{e:#}")))
+                Err(self.explain(expected, format!("{e:#}"), false))
             }
         }
     }
@@ -558,6 +569,12 @@ impl Program {
     fn output(&self) -> &[String] {
         &self.process.output
     }
+}
+
+/// Whether a wait for a line ended because the program exited first.
+fn exited_first(err: &anyhow::Error) -> bool {
+    err.downcast_ref::<crate::harness::NoLine>()
+        .is_some_and(|no_line| no_line.exited)
 }
 
 /// Whether `line` contains `part` with no name character (a letter, a

@@ -1,5 +1,5 @@
 //! The book check's rule against typed figures: a figure a run measured is
-//! written as `{{#figure}}` (xtask/src/gosource/figures.rs), so that it says
+//! written as `{{#figure}}` (xtask/src/preprocess/figures.rs), so that it says
 //! what the run says and changes with it; typed, it ages silently.
 //!
 //! The rule, for prose (outside code blocks, inline code, `{{#…}}`

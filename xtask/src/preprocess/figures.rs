@@ -2,25 +2,31 @@
 //! from that run's capture when the book is built, so that the prose around
 //! a table says what the table says, and a new run changes both.
 //!
-//! RUN is a capture `cargo xtask bench` wrote (`performance`, `idle-writes`,
-//! `flow-overhead`:
-//! `book/src/outputs/RUN.txt`). KEY names one figure of it:
+//! A report written as data has its figures in `book/src/outputs/RUN.json`,
+//! under `figures`, each a string as the page shows it: what `cargo xtask
+//! bench` writes (`performance`; `xtask/src/bench.rs`'s `figures` makes
+//! them) and `cargo xtask first-build` (`first-build-floor`). Keys of a
+//! bench run, for a number of Foos and a subject (`go`, `step7`, `step8`,
+//! `floor`, `floor2`: the floor with 2 Foos in flight):
 //!
 //! - `500 step8 converged` (`5.3 s`), `fastest`, `slowest`, `vs-go`,
-//!   `vs-floor`, `rss`, `rss-lowest`, `rss-highest`, `writes`, `idle`: a cell
-//!   of the table, for a number of Foos and a subject (`go`, `step7`,
-//!   `step8`, `floor`);
-//! - `500 step8 anon`, `500 step8 file`: resident memory at the end;
+//!   `vs-floor`, `vs-floor2`, `cpu` (`0.84 s`), `cpu-lowest`,
+//!   `cpu-highest`, `cpu-per-foo` (`1.68 ms`), `rss`, `rss-lowest`,
+//!   `rss-highest`, `writes`, `idle`, `anon`, `file`;
 //! - `500 step8 PUT foos/status`: the median count of one request;
-//! - `500 rss step8/go` (and `step7/go`, `step8/step7`): a peak-memory ratio;
+//! - `500 step8/go rss` (a ratio of medians; `converged`, `cpu` too) and
+//!   `500 step8/go rss-verdict`: `lower in every run`, `higher in every
+//!   run` or `inconclusive: the runs overlap`;
+//! - `100-500 step8 per-foo` (seconds per extra Foo), `cpu-slope` and
+//!   `rss-slope` (per 100 more Foos);
 //! - `500 json`, `managed`, `managed-share`, `cached`, `cached-share`: the
 //!   listed objects' size, their managedFields and what step 8 caches;
 //! - `loc step7`, `loc step8`: lines of code;
 //! - `500 step8 flow-off`, `flow-on` (with `-fastest`, `-slowest`),
-//!   `flow-ratio`, `flow-lines`: the table of the flow off and on
-//!   (`--subjects …,step8-flow`).
+//!   `flow-ratio`, `flow-lines`: the step with its JSON log off and on.
 //!
-//! A report `cargo xtask first-build` wrote has, for a target (`floor`,
+//! A report `cargo xtask first-build` wrote as text before it wrote data
+//! (`first-build`) has, for a target (`floor`,
 //! `step-1`, `bins`) and a revision (`HEAD`, or a commit as the table names
 //! it):
 //!
@@ -29,11 +35,7 @@
 //!   when the floor was built): a row of the table;
 //! - `step-1 HEAD crate k8s-openapi`: one of its crates.
 //!
-//! Newer reports are data: `outputs/RUN.json`'s `figures`, read as they are
-//! (`first-build-floor`); `first-build.txt`, from before, is read from its
-//! table.
-//!
-//! The capture of `cargo xtask heap-profile` (`heap-profile`) has `peak`
+//! `cargo xtask heap-profile` writes `heap-profile.json`: `peak`
 //! (`8.5 MiB`), `peak-at`, `recorded`, `blocks`; for a function of its
 //! table, `fn NAME` (its size, in KiB or MiB), `fn NAME share`, `fn NAME
 //! blocks`; for the first frame of an allocation site (without
@@ -61,10 +63,6 @@
 //! - `PATTERN as MB` (or `as MiB`): a number of bytes in that unit, with
 //!   one decimal.
 //!
-//! A bench capture also has `100-500 go per-foo`: how much longer a run of
-//! the larger size took per extra Foo (`0.20 s`), computed from the two
-//! `converged` medians.
-//!
 //! An unknown RUN or KEY fails the build with the page, the line and the
 //! keys the run has.
 
@@ -77,16 +75,8 @@ use regex::Regex;
 
 const DIRECTIVE: &str = "{{#figure ";
 
-/// The line on the size of the listed objects.
-static LISTED: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(
-        r"^(\d+) Foos and their Deployments as listed after convergence: ([\d.]+) KiB of JSON .*managedFields ([\d.]+) KiB \(([\d.]+) %\); step 8 caches ([\d.]+) KiB of it \(([\d.]+) %\)",
-    )
-    .expect("a valid pattern")
-});
-
 /// `page` with every `{{#figure RUN KEY}}` replaced by the figure, read
-/// from `outputs/RUN.txt` under `src` (`book/src`).
+/// from `outputs/RUN.json` (or `.txt`, `.jsonl`) under `src` (`book/src`).
 pub(super) fn expand(page_name: &str, page: &str, src: &Path) -> Result<String> {
     let mut runs: BTreeMap<String, Capture> = BTreeMap::new();
     super::replace_directives(page_name, page, DIRECTIVE, |inside, line| {
@@ -125,7 +115,7 @@ pub(super) fn expand(page_name: &str, page: &str, src: &Path) -> Result<String> 
         let Some(figure) = figures.get(&key) else {
             let known: Vec<&str> = figures.keys().map(String::as_str).collect();
             bail!(
-                "{page_name}:{line}: {{{{#figure {inside}}}}}: outputs/{run}.txt has no figure \
+                "{page_name}:{line}: {{{{#figure {inside}}}}}: outputs/{run} has no figure \
                  {key:?}; it has: {}",
                 known.join(", ")
             );
@@ -155,58 +145,22 @@ fn data_figures(path: &Path) -> Result<Capture> {
     Ok(Capture::Table(found))
 }
 
-/// The short name of a subject's label in the table.
-fn subject(label: &str) -> Option<&'static str> {
-    [
-        ("Go sample-controller", "go"),
-        ("step 7", "step7"),
-        ("step 8", "step8"),
-        ("floor", "floor"),
-    ]
-    .into_iter()
-    .find(|(text, _)| label.contains(text))
-    .map(|(_, name)| name)
-}
-
-/// `"5.3 s (5.2–6.2)"` → (`"5.3 s"`, Some((`"5.2 s"`, `"6.2 s"`))).
-fn with_spread(cell: &str) -> (String, Option<(String, String)>) {
-    let Some((mid, rest)) = cell.split_once(" (") else {
-        return (cell.trim().to_string(), None);
-    };
-    let unit = mid
-        .split_once(' ')
-        .map(|(_, u)| format!(" {u}"))
-        .unwrap_or_default();
-    let spread = rest
-        .trim_end_matches(')')
-        .split_once('–')
-        .map(|(lo, hi)| (format!("{lo}{unit}"), format!("{hi}{unit}")));
-    (mid.trim().to_string(), spread)
-}
-
-/// Every figure of a report, by key: a flow recording, or what `cargo
-/// xtask first-build`, `heap-profile` or `bench` wrote, told apart by their
-/// first line; `None` for any other capture.
+/// Every figure of a text capture, by key: a flow recording, or the table
+/// `cargo xtask first-build` wrote before it wrote data, told apart by
+/// their first line; `None` for any other capture.
 fn figures(text: &str) -> Option<BTreeMap<String, String>> {
     if text.starts_with('{') {
         Some(flow_figures(text))
     } else if text.starts_with("Cold `cargo build`") {
         Some(first_build_figures(text))
-    } else if text.starts_with("Step 8 under dhat") {
-        Some(heap_figures(text))
-    } else if text.starts_with(BENCH_HEADER) {
-        Some(bench_figures(text))
     } else {
         None
     }
 }
 
-/// The first line of every capture `cargo xtask bench` writes.
-const BENCH_HEADER: &str = "<!-- Written by `cargo xtask bench`";
-
 /// A capture as `{{#figure}}` reads it.
 enum Capture {
-    /// A report of bench, first-build or heap-profile, or a flow
+    /// A report written as data, the old first-build table, or a flow
     /// recording: its figures by key.
     Table(BTreeMap<String, String>),
     /// Anything else: read by a line pattern.
@@ -371,158 +325,6 @@ fn flow_figures(text: &str) -> BTreeMap<String, String> {
     found
 }
 
-/// Every figure of a capture `cargo xtask bench` wrote (`report` in
-/// `xtask/src/bench.rs`), by key.
-fn bench_figures(text: &str) -> BTreeMap<String, String> {
-    let mut found = BTreeMap::new();
-    let mut put = |key: String, value: &str| {
-        let value = value.trim();
-        if !value.is_empty() && value != "-" {
-            found.insert(key, value.to_string());
-        }
-    };
-    // Which list the `- …` lines belong to, and its number of Foos.
-    let mut list = ("", String::new());
-    // A row of a table: its number of Foos and its subject.
-    let row = |cells: &[&str]| {
-        let n = *cells.get(1)?;
-        let numbered = !n.is_empty() && n.chars().all(|c| c.is_ascii_digit());
-        numbered.then_some(())?;
-        Some((n.to_string(), subject(cells.get(2)?)?))
-    };
-    for line in text.lines() {
-        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
-        if cells.len() == 10
-            && let Some((n, who)) = row(&cells)
-        {
-            let (converged, spread) = with_spread(cells[3]);
-            put(format!("{n} {who} converged"), &converged);
-            if let Some((lo, hi)) = spread {
-                put(format!("{n} {who} fastest"), &lo);
-                put(format!("{n} {who} slowest"), &hi);
-            }
-            put(format!("{n} {who} vs-go"), cells[4]);
-            put(format!("{n} {who} vs-floor"), cells[5]);
-            let (rss, spread) = with_spread(cells[6]);
-            put(format!("{n} {who} rss"), &rss);
-            if let Some((lo, hi)) = spread {
-                put(format!("{n} {who} rss-lowest"), &lo);
-                put(format!("{n} {who} rss-highest"), &hi);
-            }
-            put(format!("{n} {who} writes"), &with_spread(cells[7]).0);
-            put(format!("{n} {who} idle"), cells[8]);
-        } else if cells.len() == 8
-            && let Some((n, who)) = row(&cells)
-        {
-            // The flow off and on (`flow_report` in bench.rs).
-            for (name, cell) in [("flow-off", cells[3]), ("flow-on", cells[4])] {
-                let (mid, spread) = with_spread(cell);
-                put(format!("{n} {who} {name}"), &mid);
-                if let Some((lo, hi)) = spread {
-                    put(format!("{n} {who} {name}-fastest"), &lo);
-                    put(format!("{n} {who} {name}-slowest"), &hi);
-                }
-            }
-            put(format!("{n} {who} flow-ratio"), cells[5]);
-            put(format!("{n} {who} flow-lines"), cells[6]);
-        } else if let Some(rest) = line.strip_prefix("Peak RSS at ") {
-            let Some((n, ratios)) = rest.split_once(" Foos, medians: ") else {
-                continue;
-            };
-            for ratio in ratios.trim_end_matches('.').split(", ") {
-                if let Some((what, value)) = ratio.split_once(" = ") {
-                    let what = what.replace("step ", "step").to_lowercase();
-                    put(format!("{n} rss {what}"), value);
-                }
-            }
-        } else if let Some(rest) = line.strip_prefix("Resident memory at the end of the runs at ") {
-            list = (
-                "resident",
-                rest.split(' ').next().unwrap_or_default().to_string(),
-            );
-        } else if line.starts_with("Lines of code") {
-            list = ("loc", String::new());
-        } else if let Some(item) = line.strip_prefix("- ") {
-            let Some((label, value)) = item.rsplit_once(": ").or_else(|| item.split_once(": "))
-            else {
-                continue;
-            };
-            match list.0 {
-                "resident" => {
-                    if let (Some(who), Some((anon, file))) =
-                        (subject(label), value.split_once(" + "))
-                    {
-                        put(format!("{} {who} anon", list.1), anon);
-                        put(format!("{} {who} file", list.1), file);
-                    }
-                }
-                "loc" => {
-                    let who = label
-                        .split(':')
-                        .next()
-                        .unwrap_or_default()
-                        .replace("step ", "step");
-                    let who = who.split(' ').next().unwrap_or_default();
-                    put(format!("loc {who}"), value);
-                }
-                _ => {
-                    // `- 500 Foos, Rust step 8 (kube-rs way): APPLY foos/status 512, …`
-                    let Some((n, label)) = item.split_once(" Foos, ") else {
-                        continue;
-                    };
-                    let Some((label, requests)) =
-                        label.split_once("): ").or_else(|| label.split_once(": "))
-                    else {
-                        continue;
-                    };
-                    let Some(who) = subject(label) else { continue };
-                    for request in requests.split(", ") {
-                        if let Some((what, count)) = request.rsplit_once(' ') {
-                            put(format!("{n} {who} {what}"), count);
-                        }
-                    }
-                }
-            }
-        } else if line.contains("Foos and their Deployments as listed after convergence") {
-            list = ("", String::new());
-            let Some(m) = LISTED.captures(line) else {
-                continue;
-            };
-            let n = &m[1];
-            put(format!("{n} json"), &format!("{} KiB", &m[2]));
-            put(format!("{n} managed"), &format!("{} KiB", &m[3]));
-            put(format!("{n} managed-share"), &format!("{} %", &m[4]));
-            put(format!("{n} cached"), &format!("{} KiB", &m[5]));
-            put(format!("{n} cached-share"), &format!("{} %", &m[6]));
-        } else if !line.starts_with("- ") && !line.trim().is_empty() {
-            list = ("", String::new());
-        }
-    }
-    // How much longer per extra Foo, between every two sizes of a subject.
-    let converged: Vec<(u32, String, f64)> = found
-        .iter()
-        .filter_map(|(key, value)| {
-            let mut words = key.split(' ');
-            let (n, who, what) = (words.next()?, words.next()?, words.next()?);
-            let seconds = value.strip_suffix(" s")?.parse().ok()?;
-            (what == "converged" && words.next().is_none())
-                .then(|| Some((n.parse().ok()?, who.to_string(), seconds)))?
-        })
-        .collect();
-    for (small, who, from) in &converged {
-        for (large, other, to) in &converged {
-            if other == who && large > small {
-                let per_foo = (to - from) / f64::from(large - small);
-                found.insert(
-                    format!("{small}-{large} {who} per-foo"),
-                    format!("{per_foo:.2} s"),
-                );
-            }
-        }
-    }
-    found
-}
-
 /// A row of the first-build table: revision, target, wall time, CPU time,
 /// crates, target directory.
 static BUILD_ROW: LazyLock<Regex> = LazyLock::new(|| {
@@ -571,82 +373,6 @@ fn first_build_figures(text: &str) -> BTreeMap<String, String> {
     found
 }
 
-/// The summary line of a heap profile.
-static HEAP_PEAK: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(
-        r"^Recorded ([\d.]+ s); the heap was largest at ([\d.]+ s): ([\d.]+ \w+) in (\d+) blocks",
-    )
-    .expect("a valid pattern")
-});
-
-/// A function of the heap profile's table: KiB, share, blocks, name.
-static HEAP_FN: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^\s+([\d.]+) KiB\s+([\d.]+) %\s+(\d+) blocks\s+(\S+)$").expect("a valid pattern")
-});
-
-/// An allocation site of the heap profile: its average block size.
-static HEAP_SITE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^\s+[\d.]+ KiB\s+\d+ blocks of (\d+) B on average$").expect("a valid pattern")
-});
-
-/// `2577.0` KiB → `2.5 MiB`; `89.0` → `89 KiB`.
-fn kib(value: &str) -> String {
-    let kib: f64 = value.parse().unwrap_or_default();
-    if kib >= 1024.0 {
-        format!("{:.1} MiB", kib / 1024.0)
-    } else {
-        format!("{kib:.0} KiB")
-    }
-}
-
-/// `2488` → `2488 B`; `1106704` → `1.1 MB`.
-fn bytes(value: &str) -> String {
-    let bytes: f64 = value.parse().unwrap_or_default();
-    if bytes >= 1e6 {
-        format!("{:.1} MB", bytes / 1e6)
-    } else {
-        format!("{bytes:.0} B")
-    }
-}
-
-/// Every figure of a capture `cargo xtask heap-profile` wrote (`report` in
-/// `xtask/src/heap.rs`), by key.
-fn heap_figures(text: &str) -> BTreeMap<String, String> {
-    let mut found = BTreeMap::new();
-    // Per first frame: the average block sizes of its sites, in order.
-    let mut sites: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    let mut site_size: Option<String> = None;
-    for line in text.lines() {
-        if let Some(m) = HEAP_PEAK.captures(line) {
-            found.insert("recorded".to_string(), m[1].to_string());
-            found.insert("peak-at".to_string(), m[2].to_string());
-            found.insert("peak".to_string(), m[3].to_string());
-            found.insert("blocks".to_string(), m[4].to_string());
-        } else if let Some(m) = HEAP_FN.captures(line) {
-            let name = &m[4];
-            found.insert(format!("fn {name}"), kib(&m[1]));
-            found.insert(format!("fn {name} share"), format!("{} %", &m[2]));
-            found.insert(format!("fn {name} blocks"), m[3].to_string());
-        } else if let Some(m) = HEAP_SITE.captures(line) {
-            site_size = Some(bytes(&m[1]));
-        } else if let Some(size) = site_size.take() {
-            let frame = line.trim().trim_end_matches("::{{closure}}").to_string();
-            let list = sites.entry(frame).or_default();
-            if !list.contains(&size) {
-                list.push(size);
-            }
-        }
-    }
-    for (frame, sizes) in sites {
-        let sizes = match sizes.split_last() {
-            Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
-            _ => sizes.join(""),
-        };
-        found.insert(format!("site {frame} sizes"), sizes);
-    }
-    found
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -689,83 +415,6 @@ mod tests {
         );
     }
 
-    /// The shape `report` in `xtask/src/bench.rs` writes, cut down.
-    const RUN: &str = "\
-<!-- Written by `cargo xtask bench`; do not edit. -->
-
-| Foos | Subject | Converged in | vs Go | vs floor | Peak RSS | API writes | Idle writes (300 s) |
-|---:|---|---:|---:|---:|---:|---:|---:|
-| 500 | Go sample-controller | 100.5 s (100.2–101.2) |  |  | 37.3 MiB (37.1–37.6) | 3230 (3224–3246) | - |
-| 500 | Rust step 8 (kube-rs way) | 5.3 s (5.2–6.2) | 0.05 | 1.47 | 18.4 MiB (18.2–18.4) | 2102 (2094–2122) | 0 |
-| 500 | floor (necessary requests only) | 3.6 s |  |  | 23.8 MiB | 2051 | - |
-
-The flow off and on: each Rust step run again right after its run above, with SAMPLE_CONTROLLER_FLOW naming a file (src/flow.rs); medians, lowest and highest in brackets:
-
-| Foos | Step | Flow off | Flow on | on / off | Flow lines |
-|---:|---|---:|---:|---:|---:|
-| 500 | step 8 | 5.3 s (5.2–6.2) | 5.5 s (5.3–5.9) | 1.04 | 9120 |
-
-Peak RSS at 500 Foos, medians: step 7/Go = 0.70, step 8/Go = 0.49, step 8/step 7 = 0.71.
-
-Resident memory at the end of the runs at 500 Foos (medians), anonymous (heap, stacks) + file-backed (the binary and libraries):
-- Go sample-controller: 15.4 MiB + 21.9 MiB
-- Rust step 8 (kube-rs way): 7.1 MiB + 11.0 MiB
-
-500 Foos and their Deployments as listed after convergence: 1995 KiB of JSON (what Go and step 7 cache), of which managedFields 941 KiB (47 %); step 8 caches 557 KiB of it (28 %).
-
-Lines of code (non-blank, non-comment, without tests):
-- step 7: steps/step-7.rs, src/controller.rs: 722
-- step 8 without its production parts: steps/step-8/src/reconciler.rs: 561
-
-*API writes*: creates, updates (and so on).
-
-- 500 Foos, Go sample-controller: LIST foos 339, PUT foos/status 512
-- 500 Foos, Rust step 8 (kube-rs way): APPLY foos/status 512, POST deployments 505
-";
-
-    #[test]
-    fn every_kind_of_figure_is_read_from_a_bench_capture() {
-        let f = figures(RUN).unwrap();
-        for (key, value) in [
-            ("500 step8 converged", "5.3 s"),
-            ("500 step8 fastest", "5.2 s"),
-            ("500 step8 slowest", "6.2 s"),
-            ("500 step8 vs-go", "0.05"),
-            ("500 step8 vs-floor", "1.47"),
-            ("500 step8 rss", "18.4 MiB"),
-            ("500 step8 rss-highest", "18.4 MiB"),
-            ("500 step8 writes", "2102"),
-            ("500 step8 idle", "0"),
-            ("500 go converged", "100.5 s"),
-            ("500 floor converged", "3.6 s"),
-            ("500 floor writes", "2051"),
-            ("500 rss step8/go", "0.49"),
-            ("500 rss step8/step7", "0.71"),
-            ("500 step8 anon", "7.1 MiB"),
-            ("500 go file", "21.9 MiB"),
-            ("500 json", "1995 KiB"),
-            ("500 managed-share", "47 %"),
-            ("500 cached", "557 KiB"),
-            ("500 cached-share", "28 %"),
-            ("loc step7", "722"),
-            ("loc step8", "561"),
-            ("500 go PUT foos/status", "512"),
-            ("500 step8 POST deployments", "505"),
-            ("500 step8 flow-off", "5.3 s"),
-            ("500 step8 flow-on", "5.5 s"),
-            ("500 step8 flow-off-fastest", "5.2 s"),
-            ("500 step8 flow-on-slowest", "5.9 s"),
-            ("500 step8 flow-ratio", "1.04"),
-            ("500 step8 flow-lines", "9120"),
-        ] {
-            assert_eq!(f.get(key).map(String::as_str), Some(value), "{key}");
-        }
-        // An empty or "-" cell is no figure.
-        assert_eq!(f.get("500 go vs-go"), None);
-        assert_eq!(f.get("500 go idle"), None);
-        assert_eq!(f.get("500 floor fastest"), None);
-    }
-
     #[test]
     fn a_report_written_as_data_gives_its_figures_as_they_are() {
         let tmp = tempfile::tempdir().unwrap();
@@ -790,7 +439,11 @@ Lines of code (non-blank, non-comment, without tests):
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().to_path_buf();
         std::fs::create_dir_all(dir.join("outputs")).unwrap();
-        std::fs::write(dir.join("outputs/run.txt"), RUN).unwrap();
+        std::fs::write(
+            dir.join("outputs/run.json"),
+            r#"{"figures": {"500 step8 converged": "5.3 s", "500 go converged": "100.5 s"}}"#,
+        )
+        .unwrap();
         let page =
             "Step 8 took {{#figure run 500 step8 converged}}, Go {{#figure run 500 go converged}}.";
         assert_eq!(
@@ -806,28 +459,6 @@ Lines of code (non-blank, non-comment, without tests):
         );
         let err = expand("p.md", "{{#figure nothing 500 go rss}}", &dir).unwrap_err();
         assert!(format!("{err:#}").contains("nothing.txt"), "{err:#}");
-    }
-
-    #[test]
-    fn a_bench_capture_gives_the_time_per_extra_foo_between_two_sizes() {
-        let run = RUN.replacen(
-            "| 500 | Go",
-            "| 100 | Go sample-controller | 18.8 s (18.7–19.0) |  |  | 31.8 MiB | 648 | - |\n\
-             | 500 | Go",
-            1,
-        );
-        let Capture::Table(f) = Capture::read(run) else {
-            panic!("a bench capture is read as a table");
-        };
-        assert_eq!(
-            f.get("100-500 go per-foo").map(String::as_str),
-            Some("0.20 s")
-        );
-        assert_eq!(
-            f.get("100-500 step8 per-foo"),
-            None,
-            "step 8 has no 100 row"
-        );
     }
 
     #[test]
@@ -953,64 +584,5 @@ Ten slowest crates, HEAD (c3092e1) --bins (median seconds, all of a crate's unit
         // The load averages are no figure, nor a crate of another list.
         assert_eq!(f.get("bins HEAD crate k8s-openapi"), None);
         assert_eq!(f.len(), 3 * 6 + 3, "{f:#?}");
-    }
-
-    /// The shape `report` in `xtask/src/heap.rs` writes, cut down.
-    const HEAP: &str = "\
-Step 8 under dhat (release build), 500 Foos created at once, until 30 s after every Foo had converged.
-Recorded 51.3 s; the heap was largest at 19.0 s: 8.5 MiB in 31544 blocks (113 MiB allocated over the whole run).
-
-At that moment, by the first function that is not the allocator, a collection, serde or a Kubernetes type's Clone (the twelve largest):
-    3288.7 KiB  37.6 %  12602 blocks  kube_runtime::reflector::store::Writer::apply_watcher_event
-    2165.7 KiB  24.8 %    277 blocks  kube_runtime::events::Recorder::publish
-      89.0 KiB   1.0 %   3143 blocks  step8::caches::owners_of
-     127.3 KiB   1.5 %         the other 84 functions
-
-The ten largest allocation sites at that moment (their first three frames past that plumbing):
-    2161.5 KiB       2 blocks of 1106704 B on average
-      kube_runtime::events::Recorder::publish::{{closure}}
-      sample_controller::vocabulary::publish::{{closure}}
-     303.7 KiB     125 blocks of 2488 B on average
-      kube_runtime::reflector::store::Writer::apply_watcher_event
-      <kube_runtime::utils::reflect::Reflect as futures_core::stream::Stream>::poll_next::{{closure}}
-     285.2 KiB     125 blocks of 2336 B on average
-      kube_runtime::reflector::store::Writer::apply_watcher_event
-     269.7 KiB     111 blocks of 2488 B on average
-      kube_runtime::reflector::store::Writer::apply_watcher_event
-";
-
-    #[test]
-    fn every_kind_of_figure_is_read_from_a_heap_profile() {
-        let f = figures(HEAP).unwrap();
-        for (key, value) in [
-            ("recorded", "51.3 s"),
-            ("peak-at", "19.0 s"),
-            ("peak", "8.5 MiB"),
-            ("blocks", "31544"),
-            (
-                "fn kube_runtime::reflector::store::Writer::apply_watcher_event",
-                "3.2 MiB",
-            ),
-            (
-                "fn kube_runtime::reflector::store::Writer::apply_watcher_event share",
-                "37.6 %",
-            ),
-            ("fn kube_runtime::events::Recorder::publish blocks", "277"),
-            ("fn step8::caches::owners_of", "89 KiB"),
-            (
-                "site kube_runtime::reflector::store::Writer::apply_watcher_event sizes",
-                "2488 B and 2336 B",
-            ),
-            (
-                "site kube_runtime::events::Recorder::publish sizes",
-                "1.1 MB",
-            ),
-        ] {
-            assert_eq!(f.get(key).map(String::as_str), Some(value), "{key}");
-        }
-        // "the other 84 functions" is no function, and a later frame of a
-        // site is not its first.
-        assert!(!f.keys().any(|k| k.contains("other")), "{f:#?}");
-        assert!(!f.keys().any(|k| k.contains("vocabulary")), "{f:#?}");
     }
 }

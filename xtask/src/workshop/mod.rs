@@ -21,6 +21,8 @@ use std::process::{Command, Stdio};
 
 use anyhow::{Context, Result, bail, ensure};
 
+use crate::generated;
+
 pub use specs::SPECS;
 
 /// How a starter is made.
@@ -106,34 +108,17 @@ pub fn starter_path(step: u8) -> String {
 pub fn workshop(check: bool) -> Result<()> {
     let mut stale = Vec::new();
     for spec in SPECS {
-        let generated = generate(spec, &root())?;
-        let path = root().join(starter_path(spec.step));
-        let committed = std::fs::read_to_string(&path).unwrap_or_default();
-        if committed == generated {
-            println!("    {}: current", starter_path(spec.step));
-        } else if check {
-            println!("    {}: STALE", starter_path(spec.step));
-            stale.push(starter_path(spec.step));
-        } else {
-            std::fs::write(&path, &generated)
-                .with_context(|| format!("writing {}", path.display()))?;
-            println!("    {}: written", starter_path(spec.step));
-        }
+        let starter = generate(spec, &root())?;
+        stale.extend(generated::write(&starter_path(spec.step), check, |_| {
+            Ok(starter.clone())
+        })?);
     }
-    let manifest_path = root().join("workshop/Cargo.toml");
-    let manifest = std::fs::read_to_string(&manifest_path)
-        .with_context(|| format!("reading {}", manifest_path.display()))?;
-    let written = with_starter_bins(&manifest)?;
-    if written == manifest {
-        println!("    workshop/Cargo.toml: current");
-    } else if check {
-        println!("    workshop/Cargo.toml: STALE (its [[bin]] list is not the starters)");
-        stale.push("workshop/Cargo.toml".to_string());
-    } else {
-        std::fs::write(&manifest_path, written)
-            .with_context(|| format!("writing {}", manifest_path.display()))?;
-        println!("    workshop/Cargo.toml: written");
-    }
+    // Its [[bin]] list is the starters.
+    stale.extend(generated::write(
+        "workshop/Cargo.toml",
+        check,
+        with_starter_bins,
+    )?);
     for spec in SPECS {
         let chapter = format!("book/src/step-{}.md", spec.step);
         let page = std::fs::read_to_string(root().join(&chapter))

@@ -44,11 +44,11 @@ pub(in crate::book) async fn watch_list(env: &Env, cp: &ControlPlane) -> Result<
         "(LIST and WATCH requests of foos and deployments per program: the difference in kube-apiserver's apiserver_request_total, as `kubectl get --raw /metrics` shows it, before and after the program ran for a second)".to_string(),
     ];
     for (name, exe, args) in programs {
-        let before = crate::bench::request_counts(&env.client).await?;
+        let before = crate::measure::request_counts(&env.client).await?;
         let log = cp
             .log_dir()
             .join(format!("watch-list-{}.log", name.replace(' ', "-")));
-        let mut child = crate::bench::start(&exe, &args, &log).await?;
+        let mut child = crate::measure::start(&exe, &args, &log).await?;
         tokio::time::sleep(Duration::from_secs(1)).await;
         if let Some(pid) = child.id() {
             // SAFETY: kill(2) on the PID of the child we started, with a valid signal.
@@ -58,8 +58,8 @@ pub(in crate::book) async fn watch_list(env: &Env, cp: &ControlPlane) -> Result<
             .await
             .context("a program did not stop on SIGTERM")??;
         tokio::time::sleep(Duration::from_millis(500)).await;
-        let after = crate::bench::request_counts(&env.client).await?;
-        let counts = crate::bench::diff(&before, &after);
+        let after = crate::measure::request_counts(&env.client).await?;
+        let counts = crate::measure::diff(&before, &after);
         let of = |resource: &str| {
             let verbs: Vec<String> = ["LIST", "WATCH"]
                 .iter()
