@@ -141,6 +141,15 @@ async fn step_3(mut s: Scenario<'_>) -> Vec<Line> {
         s.check(STEP_3_FOREIGN, async {
             create_foreign_deployment(&client, &ns, "unowned").await?;
             let added = format!("Deployment added {ns}/unowned");
+            decides(&mut p, &added, &ignored(Ignored::NoController)).await?;
+            // Owned by the Foo, but not as its controller: no controller
+            // owner reference either (Go: GetControllerOf returns nil).
+            let owners = json!([
+                {"apiVersion": "samplecontroller.k8s.io/v1alpha1", "kind": "Foo",
+                 "name": "watched", "uid": updated.uid().unwrap_or_default()},
+            ]);
+            create_deployment_with_owners(&client, &ns, "not-controlled", owners).await?;
+            let added = format!("Deployment added {ns}/not-controlled");
             decides(&mut p, &added, &ignored(Ignored::NoController)).await
         })
         .await?;
