@@ -257,7 +257,20 @@ impl Browser {
 }
 
 impl Drop for Browser {
+    /// Asks Chromium to quit, so that it removes what it keeps outside its
+    /// profile (a `/tmp/org.chromium.Chromium.*` folder holding its singleton
+    /// socket, which a killed Chromium leaves behind), and kills it only if it
+    /// has not gone within five seconds.
     fn drop(&mut self) {
+        self.session.clear();
+        let _ = self.call("Browser.close", json!({}));
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
