@@ -11,6 +11,7 @@ use super::*;
 /// Step 6's check: its scenarios, run at once, each in a namespace of its own.
 pub(crate) const SCENARIOS: &[CheckScenario] = &[
     CheckScenario::new(STEP_6, |s| Box::pin(step_6(s))),
+    CheckScenario::new(&[STEP_6_QUOTA], |s| Box::pin(step_6_quota(s))),
     CheckScenario::new(&[STEP_6_FOREIGN], |s| {
         Box::pin(foreign_untouched(s, STEP_6_FOREIGN))
     }),
@@ -29,6 +30,10 @@ pub(super) const STEP_6_STOP: Behaviour = Behaviour {
     chapter: "step-6.md#the-rust-code",
 };
 pub(super) const STEP_6: &[Behaviour] = &[STEP_6_STATUS, STEP_6_SCALED, STEP_6_STOP];
+pub(super) const STEP_6_QUOTA: Behaviour = Behaviour {
+    what: "a Foo asking for 3 Pods where a quota lets 1 run: the status says 1 available, not 3",
+    chapter: "step-6.md#the-rust-code",
+};
 pub(super) const STEP_6_FOREIGN: Behaviour = Behaviour {
     what: "still refuses a Deployment the Foo does not control, and never writes to it",
     chapter: "step-5.md#the-rust-code",
@@ -36,12 +41,23 @@ pub(super) const STEP_6_FOREIGN: Behaviour = Behaviour {
 
 /// Whether Foo `status` and Deployment `status-nginx` both say `want` available.
 async fn both_available(client: &Client, ns: &str, want: i32) -> std::result::Result<(), String> {
+    foo_and_deployment_available(client, ns, "status", "status-nginx", want).await
+}
+
+/// Whether Foo `foo` and Deployment `deployment` both say `want` available.
+async fn foo_and_deployment_available(
+    client: &Client,
+    ns: &str,
+    foo: &str,
+    deployment: &str,
+    want: i32,
+) -> std::result::Result<(), String> {
     let foo = foos(client, ns)
-        .get_opt("status")
+        .get_opt(foo)
         .await
         .map_err(|e| e.to_string())?
-        .ok_or("there is no Foo status")?;
-    let d = get_deployment(client, ns, "status-nginx").await?;
+        .ok_or(format!("there is no Foo {foo}"))?;
+    let d = get_deployment(client, ns, deployment).await?;
     let foo_has = foo.status.map(|s| s.available_replicas);
     if available(&d) == want && foo_has == Some(want) {
         Ok(())
@@ -89,6 +105,49 @@ async fn step_6(mut s: Scenario<'_>) -> Vec<Line> {
         .await?;
         s.check(STEP_6_STOP, p.stops_cleanly(Duration::from_secs(10)))
             .await?;
+        Ok(())
+    })
+}
+
+/// A Deployment that cannot get all its Pods: the namespace's ResourceQuota
+/// allows one, the Foo asks for three. What is available (1) and what is
+/// asked for (3) differ only here, so a status copied from the Deployment's
+/// spec, or from the Foo's, shows.
+async fn step_6_quota(mut s: Scenario<'_>) -> Vec<Line> {
+    use k8s_openapi::api::core::v1::{ResourceQuota, ResourceQuotaSpec};
+    use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+    scenario!(s, {
+        let client = s.client().clone();
+        let target = s.target;
+        s.check(STEP_6_QUOTA, async {
+            let ns = namespace(&client, "step6-quota").await?;
+            let quota = ResourceQuota {
+                metadata: kube::api::ObjectMeta {
+                    name: Some("one-pod".into()),
+                    ..Default::default()
+                },
+                spec: Some(ResourceQuotaSpec {
+                    hard: Some([("pods".to_string(), Quantity("1".into()))].into()),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            };
+            Api::<ResourceQuota>::namespaced(client.clone(), &ns)
+                .create(&PostParams::default(), &quota)
+                .await
+                .map_err(|e| failure("a quota of one Pod", e.to_string()))?;
+            let mut p = Program::start(target, &ns, &[])?;
+            p.expect(&["Starting 2 workers"]).await?;
+            create_foo(&client, &ns, "quota", "quota-nginx", 3).await?;
+            p.until(
+                "1 available in the Deployment and in the Foo's status",
+                WAIT,
+                || foo_and_deployment_available(&client, &ns, "quota", "quota-nginx", 1),
+            )
+            .await?;
+            p.stops_cleanly(Duration::from_secs(10)).await
+        })
+        .await?;
         Ok(())
     })
 }

@@ -223,12 +223,22 @@ async fn step_8_apply(mut s: Scenario<'_>) -> Vec<Line> {
         s.check(STEP_8_IDLE, async {
             tokio::time::sleep(Duration::from_secs(3)).await;
             p.process.drain_for(Duration::from_millis(100)).await;
-            let syncs = |output: &[String]| output.iter().filter(|l| l.contains("Successfully synced")).count();
-            let version = |r: std::result::Result<Foo, kube::Error>| r.ok().and_then(|o| o.resource_version());
+            let syncs = |output: &[String]| {
+                output
+                    .iter()
+                    .filter(|l| l.contains("Successfully synced"))
+                    .count()
+            };
+            let version = |r: std::result::Result<Foo, kube::Error>| {
+                r.ok().and_then(|o| o.resource_version())
+            };
             let before = (
                 synced_count(&client, &ns, "applied").await?,
                 version(foos.get("applied").await),
-                get_deployment(&client, &ns, "applied").await.ok().and_then(|d| d.resource_version()),
+                get_deployment(&client, &ns, "applied")
+                    .await
+                    .ok()
+                    .and_then(|d| d.resource_version()),
                 syncs(p.output()),
             );
             tokio::time::sleep(Duration::from_secs(35)).await;
@@ -236,15 +246,40 @@ async fn step_8_apply(mut s: Scenario<'_>) -> Vec<Line> {
             let after = (
                 synced_count(&client, &ns, "applied").await?,
                 version(foos.get("applied").await),
-                get_deployment(&client, &ns, "applied").await.ok().and_then(|d| d.resource_version()),
+                get_deployment(&client, &ns, "applied")
+                    .await
+                    .ok()
+                    .and_then(|d| d.resource_version()),
                 syncs(p.output()),
             );
-            if before == after {
+            let mut changed = Vec::new();
+            if after.0 != before.0 {
+                changed.push(format!("{} more Synced Event(s)", after.0 - before.0));
+            }
+            if after.1 != before.1 {
+                changed.push(format!(
+                    "the Foo was written (resourceVersion {:?} -> {:?})",
+                    before.1, after.1
+                ));
+            }
+            if after.2 != before.2 {
+                changed.push(format!(
+                    "the Deployment was written (resourceVersion {:?} -> {:?})",
+                    before.2, after.2
+                ));
+            }
+            if after.3 != before.3 {
+                changed.push(format!(
+                    "{} more reconcile(s) (\"Successfully synced\" lines)",
+                    after.3.saturating_sub(before.3)
+                ));
+            }
+            if changed.is_empty() {
                 Ok(())
             } else {
                 Err(failure(
-                    "the same (Synced count, Foo resourceVersion, Deployment resourceVersion, \"Successfully synced\" lines) 35 s later",
-                    format!("{before:?} became {after:?}"),
+                    "35 s with nothing changed: no reconcile, no write, no Event",
+                    changed.join("; "),
                 ))
             }
         })
