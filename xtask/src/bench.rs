@@ -1104,6 +1104,7 @@ fn figures(sizes: &[usize], results: &Results, lines: &[LinesOfCode]) -> BTreeMa
             let more = (large - small) as f64;
             if let (Some(x), Some(y)) = (a.converged(), b.converged()) {
                 put(at("per-foo"), format!("{:.2} s", (y - x) / more));
+                put(at("per-100"), format!("{:.1} s", (y - x) / more * 100.0));
             }
             if let Some(slope) = slope(a.cpu, b.cpu, more) {
                 put(at("cpu-slope"), format!("{:.0} ms", slope * 1000.0));
@@ -1164,6 +1165,9 @@ fn report(
         limit,
     } = *conditions;
     let stats = stats(results);
+    // The cells that are also figures are read from them, formatted once.
+    let figures = figures(sizes, results, lines);
+    let figure = |key: String| figures.get(&key).map_or("-", String::as_str);
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -1229,23 +1233,18 @@ fn report(
         );
         for (small, large) in pairs {
             for subject in Subject::TABLE {
-                let (Some(a), Some(b)) =
-                    (stats.get(&(small, subject)), stats.get(&(large, subject)))
-                else {
+                if !(stats.contains_key(&(small, subject)) && stats.contains_key(&(large, subject)))
+                {
                     continue;
-                };
-                let more = (large - small) as f64;
-                let cpu = slope(a.cpu, b.cpu, more)
-                    .map_or("-".into(), |s| format!("{:.0} ms", s * 1000.0));
-                let rss = slope(a.rss, b.rss, more).map_or("-".into(), |s| format!("{s:.2} MiB"));
-                let time = match (a.converged(), b.converged()) {
-                    (Some(x), Some(y)) => format!("{:.1} s", (y - x) / more * 100.0),
-                    _ => "-".into(),
-                };
+                }
+                let at = |what: &str| format!("{small}-{large} {} {what}", subject.key());
                 let _ = writeln!(
                     out,
-                    "| {small} → {large} | {} | {cpu} | {rss} | {time} |",
-                    subject.label()
+                    "| {small} → {large} | {} | {} | {} | {} |",
+                    subject.label(),
+                    figure(at("cpu-slope")),
+                    figure(at("rss-slope")),
+                    figure(at("per-100")),
                 );
             }
         }
@@ -1269,19 +1268,18 @@ fn report(
                 let _ = writeln!(out, "- {}: {anon:.1} MiB + {file:.1} MiB", subject.label());
             }
         }
-        for ((n, _), runs) in results.iter().filter(|((_, s), _)| *s == Subject::Go) {
-            if let Some(bytes) = runs.iter().find_map(|m| m.cached_bytes) {
-                let kib = |b: usize| b as f64 / 1024.0;
+        for &n in sizes {
+            if figures.contains_key(&format!("{n} json")) {
                 let _ = writeln!(
                     out,
-                    "\n{n} Foos and their Deployments as listed after convergence: {:.0} KiB of \
-                     JSON (what Go and step 7 cache), of which managedFields {:.0} KiB ({:.0} %); \
-                     step 8 caches {:.0} KiB of it ({:.0} %).",
-                    kib(bytes.listed),
-                    kib(bytes.managed_fields),
-                    100.0 * bytes.managed_fields as f64 / bytes.listed.max(1) as f64,
-                    kib(bytes.step_8),
-                    100.0 * bytes.step_8 as f64 / bytes.listed.max(1) as f64,
+                    "\n{n} Foos and their Deployments as listed after convergence: {} of \
+                     JSON (what Go and step 7 cache), of which managedFields {} ({}); \
+                     step 8 caches {} of it ({}).",
+                    figure(format!("{n} json")),
+                    figure(format!("{n} managed")),
+                    figure(format!("{n} managed-share")),
+                    figure(format!("{n} cached")),
+                    figure(format!("{n} cached-share")),
                 );
             }
         }
