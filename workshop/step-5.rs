@@ -84,20 +84,29 @@ async fn main() -> Result<(), Fatal> {
     Ok(())
 }
 
-/// WRITE THIS. Go: `syncHandler`. Compares the Foo with its Deployment and
-/// converges the two. (A key whose Foo left the cache never gets here: the
-/// workers drop it, as Go's Foo-not-found branch does.)
+/// WRITE THIS. Go: `syncHandler`.
 ///
-/// In order, as Go does:
-/// - an empty `foo.spec.deployment_name`: log it (`tracing::error!`) and
-///   return `Ok(())`; retrying cannot help;
-/// - read the Deployment from the cache, `ctx.deployments.get(&ObjectRef::new(name).within(&namespace))`;
-///   not there: create `new_deployment(&foo)` (src/deployment.rs) with the
-///   API (`Api::namespaced`, `PostParams` with `field_manager: FIELD_MANAGER`);
-/// - the Deployment is not controlled by this Foo (`is_controlled_by`): return
-///   `Err(Error::ResourceExists(name))` and change nothing;
-/// - the Foo sets replicas and the Deployment's differ: replace it with
-///   `new_deployment(&foo)` (`api.replace`, Go's Update).
+/// Wanted: the Foo's Deployment made what the Foo asks for, decided in Go's
+/// order:
+/// - a Foo without a `deploymentName`: an error in the log, and no retry
+///   (retrying cannot help; the Foo's next change brings it back);
+/// - no Deployment of that name in the Deployment cache: create the one
+///   `new_deployment` describes (src/deployment.rs), written under this
+///   controller's field manager, `FIELD_MANAGER`;
+/// - a Deployment of that name this Foo does not control: change nothing,
+///   and fail the sync with the error that says someone else has it
+///   (`Error::ResourceExists`), so that it is retried with backoff;
+/// - the Foo sets replicas and the Deployment's count differs: replace the
+///   whole Deployment with what `new_deployment` describes, as Go's `Update`
+///   does (what others changed in it goes too, as in Go).
+/// A key whose Foo left the cache never gets here: the workers drop it, as
+/// Go's Foo-not-found branch does.
+/// Read: the chapter's "The Rust code" and "What the Go code does"; the
+/// cache, `Store`,
+/// <https://docs.rs/kube-runtime/5.0.0/kube_runtime/reflector/store/struct.Store.html>;
+/// writing, `Api`, <https://docs.rs/kube/5.0.0/kube/struct.Api.html>; who
+/// controls what,
+/// <https://kubernetes.io/docs/concepts/overview/working-with-objects/owners-dependents/>.
 async fn sync_handler(foo: Arc<Foo>, ctx: Arc<Context>) -> Result<(), Error> {
     todo!("step 5: syncHandler (book/src/step-5.md#the-rust-code)")
 }

@@ -139,15 +139,19 @@ async fn sync_handler(foo: Arc<Foo>, ctx: Arc<Context>) -> Result<(), Error> {
     Ok(())
 }
 
-/// WRITE THIS. Go: `updateFooStatus`. Writes the Deployment's available
-/// replicas into the Foo's status.
+/// WRITE THIS. Go: `updateFooStatus`.
 ///
-/// The Foo from the cache is shared and read-only (`&Foo` out of an `Arc`):
-/// change a clone (Go: `DeepCopy`). Set its `status` to a `FooStatus` whose
-/// `available_replicas` is the Deployment's `status.availableReplicas` (0 if
-/// it has none yet), and send it with `replace_status` (a PUT to the
-/// `/status` subresource, Go's `UpdateStatus`; `PostParams` with
-/// `field_manager: FIELD_MANAGER`). An error goes back to the queue, as in Go.
+/// Wanted: the Foo's status says how many replicas its Deployment has
+/// available (what runs, not what is asked for; 0 while it has none), and
+/// it is written as Go writes it: the whole Foo to the status subresource
+/// (Go's `UpdateStatus`, a PUT, under `FIELD_MANAGER`), from a copy of the
+/// cached Foo, which is shared and read-only (Go: `DeepCopy`). A failed
+/// write is the sync's error: the key goes back to the queue, as in Go.
+/// Read: the chapter's "The Rust code"; the status subresource,
+/// <https://kubernetes.io/docs/tasks/extend-kubernetes/custom-resources/custom-resource-definitions/#status-subresource>;
+/// `Api`'s status methods, <https://docs.rs/kube/5.0.0/kube/struct.Api.html>;
+/// a Deployment's status fields,
+/// <https://docs.rs/k8s-openapi/0.29.0/k8s_openapi/api/apps/v1/struct.DeploymentStatus.html>.
 async fn update_foo_status(
     client: &Client,
     foo: &Foo,

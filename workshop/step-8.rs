@@ -189,29 +189,28 @@ pub async fn reconcile(foo: Arc<Foo>, ctx: Arc<Context>) -> Result<Action, Error
 }
 
 /// WRITE THIS. Step 7's sync (Go's `syncHandler`), each write made only when
-/// it changes something. In order:
-/// - an empty `foo.spec.deployment_name`: log it, return `Ok(())`;
-/// - wait for the Deployment cache (`ctx.deployments_synced.wait().await?`:
-///   kube's Controller waits only for the Foo cache);
-/// - the Deployment not in `ctx.deployments`: first apply the status a Foo
-///   without a Deployment has (`available_replicas: 0`, with the Foo's UID in
-///   the patch's metadata); a 404 that names the Foo means the Foo is gone: log
-///   it and return `Ok(())` without creating anything. Why first: the Foo cache
-///   can lag behind the Deployment cache, and a Deployment created for a Foo
-///   the API server already deleted is garbage-collected, which triggers the
-///   Foo again, and again (book/src/step-8.md#go--rust, the create's row).
-///   Then create `new_deployment(foo)` (a create, not an apply: an apply would
-///   merge into a Deployment of that name someone else made, which the cache
-///   has not seen yet);
-/// - not controlled by the Foo: `ensure_controlled(&ctx.recorder, &d, foo).await?`
-///   (records the Warning Event and returns the error);
-/// - `drifted(current, desired)`: server-side apply the desired Deployment,
-///   forced (`PatchParams::apply(FIELD_MANAGER).force()`, `Patch::Apply`),
-///   with the cached Deployment's UID in its metadata, so that the apply fails
-///   rather than touch a Deployment that replaced it;
-/// - `update_foo_status`;
-/// - if anything was written, a Normal `SUCCESS_SYNCED` Event (`publish`);
-///   none when nothing changed.
+/// it changes something. Wanted, in order:
+/// - a Foo without a `deploymentName`: an error in the log, no retry;
+/// - nothing decided before the Deployment cache holds its first list
+///   (kube's `Controller` waits for the Foo cache only; `ctx.deployments_synced`);
+/// - no Deployment in the cache: the Foo reports 0 available first, and a
+///   Foo the API server no longer has gets no Deployment (the Foo cache can
+///   lag behind the Deployment cache, and a Deployment made for a deleted Foo
+///   is garbage-collected, which triggers the Foo again, and again: the
+///   chapter's Go → Rust table, the create's row). Then the Deployment is
+///   created, never merged into one of that name the cache has not seen;
+/// - a Deployment this Foo does not control: the Warning Event and the
+///   error, as in step 7 (`ensure_controlled`);
+/// - a Deployment that differs from `new_deployment(foo)` in what this
+///   controller sets (`drifted`, yours too): written by server-side apply of
+///   only those fields, taking back what someone changed, and never applied
+///   to a Deployment that replaced the cached one;
+/// - the status (`update_foo_status`, yours too);
+/// - a Normal Synced Event only when this sync wrote something.
+/// Read: the chapter's "The idioms, one by one"; server-side apply,
+/// <https://kubernetes.io/docs/reference/using-api/server-side-apply/>, and
+/// kube's `Patch::Apply`,
+/// <https://docs.rs/kube/5.0.0/kube/api/enum.Patch.html>.
 async fn sync(foo: &Foo, ctx: &Context) -> Result<(), Error> {
     todo!(
         "step 8: sync by server-side apply (book/src/step-8.md#server-side-apply-instead-of-update)"
@@ -226,11 +225,13 @@ fn drifted(current: &Deployment, desired: &Deployment) -> bool {
     todo!("step 8: drift (book/src/step-8.md#apply-only-what-drifted)")
 }
 
-/// WRITE THIS. Go: `updateFooStatus`. If the Foo's status differs from
-/// `FooStatus { available_replicas }` (the Deployment's, 0 if none), apply
-/// only the status: `patch_status` with `Patch::Apply` of
-/// `{"apiVersion": …, "kind": "Foo", "status": …}` and
-/// `PatchParams::apply(FIELD_MANAGER).force()`. Returns whether it wrote.
+/// WRITE THIS. Go: `updateFooStatus`. Wanted: the Foo's status says its
+/// Deployment's available replicas (0 while it has none), written only when
+/// it differs from what the Foo says already, and by server-side apply of
+/// the status alone (recorded as operation Apply, owned by `FIELD_MANAGER`,
+/// no resourceVersion to conflict on). Returns whether it wrote.
+/// Read: the chapter's "The status: applied, and only when it differs";
+/// `Api`'s status methods, <https://docs.rs/kube/5.0.0/kube/struct.Api.html>.
 async fn update_foo_status(
     ctx: &Context,
     foo: &Foo,

@@ -45,30 +45,46 @@ pub(super) const SPEC: Spec = Spec {
             doc: "Go: the Foo informer's `AddFunc: enqueueFoo` and
 `UpdateFunc: enqueueFoo(new)`; it registers no `DeleteFunc`.
 
-An added or updated Foo: its key, `Ok(ObjectRef::from(foo.as_ref()))`.
-A deleted Foo: nothing to do, its Deployment is garbage-collected with
-it: `Err(Ignored::FooDeleted)`.",
+Wanted: a Foo added or updated puts its own key in the queue (its
+namespace and name: Go's `cache.ObjectToName`); a deleted Foo puts
+nothing there, and the decision says why with the `Ignored` reason that
+fits: its Deployment goes with it, the garbage collector's job.
+Read: the chapter's \"The Rust code\" (the handlers return a decision, the
+`Ignored` reasons); a key is kube's `ObjectRef`,
+<https://docs.rs/kube-runtime/5.0.0/kube_runtime/reflector/struct.ObjectRef.html>.",
             todo: "step 3: the Foo handler (book/src/step-3.md#the-rust-code)",
         },
         Piece::Gap {
             path: Some("src/handlers.rs"),
             name: "on_deployment",
-            doc: "Go: the Deployment informer's handlers.
+            doc: "Go: the Deployment informer's `AddFunc`, `UpdateFunc` and `DeleteFunc`.
 
-- An update whose old and new resourceVersion are equal is a resync
-  replay, not a change: `Err(Ignored::ResyncReplay)`.
-- Otherwise (added, updated, deleted: `notification.object()`), the Foo
-  that controls the Deployment, if any: `handle_object` below.",
+Wanted: an update that changed nothing (old and new have the same
+resourceVersion) is a resync replay, ignored as such, before anything
+else. Every other change, an add, a real update or a delete, asks the
+same question of the Deployment it carries: which Foo controls it? That
+is `handle_object`'s job, below.
+Read: the chapter's \"The Rust code\" (what a `Notification` carries, and
+the diagram of one change); resourceVersion,
+<https://kubernetes.io/docs/reference/using-api/api-concepts/#resource-versions>.",
             todo: "step 3: the Deployment handler (book/src/step-3.md#the-rust-code)",
         },
         Piece::Gap {
             path: Some("src/handlers.rs"),
             name: "handle_object",
-            doc: "Go: `handleObject`. Find the owner reference marked
-`controller: true` (`controller_of`); none: `Err(Ignored::NoController)`;
-not a `Foo`: `Err(Ignored::NotAFoo(kind))`. Look that Foo up in the Foo
-cache (`foos.get(&ObjectRef::new(name).within(ns))`); not there:
-`Err(Ignored::Orphan(name))`; there: its key (`enqueue_foo`).",
+            doc: "Go: `handleObject`.
+
+Wanted, as Go decides it: only the owner reference marked as the
+controller counts (one that is merely an owner does not); a controller
+of another kind than Foo is not ours; a Foo that is not in the Foo cache
+(deleted, or not listed yet) leaves an orphan, ignored. Each refusal
+says which it was, with its `Ignored` reason. Otherwise: that Foo's key,
+the same key the Foo handler would queue.
+Read: the chapter's \"The Rust code\" (`controller_of` is Go's
+`GetControllerOf`); owners and controllers,
+<https://kubernetes.io/docs/concepts/overview/working-with-objects/owners-dependents/>;
+looking an object up in a cache, `Store::get`,
+<https://docs.rs/kube-runtime/5.0.0/kube_runtime/reflector/store/struct.Store.html>.",
             todo: "step 3: which Foo a Deployment belongs to (book/src/step-3.md#the-rust-code)",
         },
     ],
