@@ -5,7 +5,7 @@
 //! A report written as data has its figures in `book/src/outputs/RUN.json`,
 //! under `figures`, each a string as the page shows it: what `cargo xtask
 //! bench` writes (`performance`; `xtask/src/bench.rs`'s `figures` makes
-//! them) and `cargo xtask first-build` (`first-build-floor`). Keys of a
+//! them), `cargo xtask first-build` and `cargo xtask heap-profile`. Keys of a
 //! bench run, for a number of Foos and a subject (`go`, `step7`, `step8`,
 //! `floor`, `floor2`: the floor with 2 Foos in flight):
 //!
@@ -25,15 +25,16 @@
 //! - `500 step8 flow-off`, `flow-on` (with `-fastest`, `-slowest`),
 //!   `flow-ratio`, `flow-lines`: the step with its JSON log off and on.
 //!
-//! A report `cargo xtask first-build` wrote as text before it wrote data
-//! (`first-build`) has, for a target (`floor`,
-//! `step-1`, `bins`) and a revision (`HEAD`, or a commit as the table names
-//! it):
+//! `cargo xtask first-build` writes, for a target (`floor`, `step-1`,
+//! `bins`) and a revision (`HEAD`, or a commit as its table names it):
 //!
 //! - `step-1 HEAD wall` (the median, `89.7 s`), `wall-min`, `wall-max`,
 //!   `cpu`, `crates`, `target`, `vs-floor` (the median over the floor's,
 //!   when the floor was built): a row of the table;
 //! - `step-1 HEAD crate k8s-openapi`: one of its crates.
+//!
+//! (`first-build.json` holds the figures of the one table it wrote as text
+//! only, `first-build.txt`, taken from that table once.)
 //!
 //! `cargo xtask heap-profile` writes `heap-profile.json`: `peak`
 //! (`8.5 MiB`), `peak-at`, `recorded`, `blocks`; for a function of its
@@ -145,23 +146,15 @@ fn data_figures(path: &Path) -> Result<Capture> {
     Ok(Capture::Table(found))
 }
 
-/// Every figure of a text capture, by key: a flow recording, or the table
-/// `cargo xtask first-build` wrote before it wrote data, told apart by
-/// their first line; `None` for any other capture.
+/// Every figure of a text capture, by key: a flow recording (its first
+/// line is a JSON object); `None` for any other capture.
 fn figures(text: &str) -> Option<BTreeMap<String, String>> {
-    if text.starts_with('{') {
-        Some(flow_figures(text))
-    } else if text.starts_with("Cold `cargo build`") {
-        Some(first_build_figures(text))
-    } else {
-        None
-    }
+    text.starts_with('{').then(|| flow_figures(text))
 }
 
 /// A capture as `{{#figure}}` reads it.
 enum Capture {
-    /// A report written as data, the old first-build table, or a flow
-    /// recording: its figures by key.
+    /// A report written as data, or a flow recording: its figures by key.
     Table(BTreeMap<String, String>),
     /// Anything else: read by a line pattern.
     Lines(String),
@@ -321,54 +314,6 @@ fn flow_figures(text: &str) -> BTreeMap<String, String> {
         };
         found.insert("wait median".into(), shown(median));
         found.insert("wait max".into(), shown(*max));
-    }
-    found
-}
-
-/// A row of the first-build table: revision, target, wall time, CPU time,
-/// crates, target directory.
-static BUILD_ROW: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(
-        r"^(\S+) \(\w+\)\s+(--bin step-1|--bins)\s+([\d.]+) / ([\d.]+) / ([\d.]+)\s+(\d+)\s+(\d+)\s+([\d.]+ GiB)$",
-    )
-    .expect("a valid pattern")
-});
-
-/// The heading of a list of slowest crates.
-static SLOWEST: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^Ten slowest crates, (\S+) \(\w+\) (--bin step-1|--bins) ")
-        .expect("a valid pattern")
-});
-
-/// `--bin step-1` → `step-1`, `--bins` → `bins`.
-fn build_target(label: &str) -> &'static str {
-    if label == "--bins" { "bins" } else { "step-1" }
-}
-
-/// Every figure of a capture `cargo xtask first-build` wrote (`report` in
-/// `xtask/src/firstbuild.rs`), by key.
-fn first_build_figures(text: &str) -> BTreeMap<String, String> {
-    let mut found = BTreeMap::new();
-    let mut crates_of: Option<String> = None;
-    for line in text.lines() {
-        if let Some(m) = BUILD_ROW.captures(line) {
-            let row = format!("{} {}", build_target(&m[2]), &m[1]);
-            found.insert(format!("{row} wall-min"), format!("{} s", &m[3]));
-            found.insert(format!("{row} wall"), format!("{} s", &m[4]));
-            found.insert(format!("{row} wall-max"), format!("{} s", &m[5]));
-            found.insert(format!("{row} cpu"), format!("{} s", &m[6]));
-            found.insert(format!("{row} crates"), m[7].to_string());
-            found.insert(format!("{row} target"), m[8].to_string());
-        } else if let Some(m) = SLOWEST.captures(line) {
-            crates_of = Some(format!("{} {}", build_target(&m[2]), &m[1]));
-        } else if let Some(row) = &crates_of
-            && let Some((seconds, name)) = line.trim().split_once("  ")
-        {
-            let name = name.trim().split(' ').next().unwrap_or_default();
-            found.insert(format!("{row} crate {name}"), format!("{seconds} s"));
-        } else {
-            crates_of = None;
-        }
     }
     found
 }
@@ -542,47 +487,5 @@ step-8: 2 of 3 behaviours pass
             err.contains("p.md:3") && err.contains("no line matches"),
             "{err}"
         );
-    }
-
-    /// The shape `report` in `xtask/src/firstbuild.rs` writes, cut down.
-    const FIRST_BUILD: &str = "\
-Cold `cargo build` (dev profile, fresh target directory, crates already downloaded), 3 runs each, interleaved; 2 CPUs, rustc 1.95.0 (59807616e 2026-04-14).
-Wall time min / median / max; CPU time (user + system, cargo and all it ran) median.
-
-revision                 cargo build                   wall (s)   CPU (s)  crates  target/
-3e62b6b (3e62b6b)        --bin step-1     125.7 / 130.4 / 131.5       243     200  1.9 GiB
-HEAD (c3092e1)           --bin step-1        89.0 / 89.7 / 93.7       166     183  0.9 GiB
-HEAD (c3092e1)           --bins           112.9 / 116.4 / 125.6       222     196  3.0 GiB
-Load average (1 min) before each run: 3.47 2.39 2.33 2.26 2.10 1.98 2.18 2.26 2.09 2.07 2.20 2.16
-
-Ten slowest crates, HEAD (c3092e1) --bin step-1 (median seconds, all of a crate's units):
-   14.4  k8s-openapi v0.29.0
-   11.4  sample-controller-rs v0.1.0
-
-Ten slowest crates, HEAD (c3092e1) --bins (median seconds, all of a crate's units):
-   47.9  sample-controller-rs v0.1.0
-";
-
-    #[test]
-    fn every_kind_of_figure_is_read_from_a_first_build_capture() {
-        let f = figures(FIRST_BUILD).unwrap();
-        for (key, value) in [
-            ("step-1 3e62b6b wall", "130.4 s"),
-            ("step-1 HEAD wall", "89.7 s"),
-            ("step-1 HEAD wall-min", "89.0 s"),
-            ("step-1 HEAD wall-max", "93.7 s"),
-            ("step-1 HEAD cpu", "166 s"),
-            ("step-1 HEAD crates", "183"),
-            ("step-1 HEAD target", "0.9 GiB"),
-            ("bins HEAD wall", "116.4 s"),
-            ("step-1 HEAD crate k8s-openapi", "14.4 s"),
-            ("step-1 HEAD crate sample-controller-rs", "11.4 s"),
-            ("bins HEAD crate sample-controller-rs", "47.9 s"),
-        ] {
-            assert_eq!(f.get(key).map(String::as_str), Some(value), "{key}");
-        }
-        // The load averages are no figure, nor a crate of another list.
-        assert_eq!(f.get("bins HEAD crate k8s-openapi"), None);
-        assert_eq!(f.len(), 3 * 6 + 3, "{f:#?}");
     }
 }
