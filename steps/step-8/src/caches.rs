@@ -14,7 +14,7 @@ use std::collections::{HashMap, HashSet};
 use futures::{Stream, StreamExt, future, stream};
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, DeploymentStatus};
 use k8s_openapi::api::core::v1::{Container, PodSpec, PodTemplateSpec};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use kube::{Resource, ResourceExt};
@@ -186,8 +186,10 @@ fn log_event<K: Resource>(resource: &str, event: &Result<watcher::Event<K>, watc
 pub fn relevant_changes(
     events: impl Stream<Item = Result<watcher::Event<Deployment>, watcher::Error>> + Send,
 ) -> impl Stream<Item = Result<Deployment, watcher::Error>> + Send {
-    // Per Deployment: the hash of what matters, and who owns it.
-    let mut seen: HashMap<ObjectRef<Deployment>, (u64, Deployment)> = HashMap::new();
+    // Per Deployment: the hash of what matters, and who owns it (only that:
+    // a whole Deployment per entry would make this table one of step 8's
+    // largest allocations).
+    let mut seen: HashMap<ObjectRef<Deployment>, (u64, Vec<OwnerReference>)> = HashMap::new();
     // The Deployments of the relist under way, if one is.
     let mut relisted: Option<HashSet<ObjectRef<Deployment>>> = None;
     events.flat_map(move |event| {
@@ -198,7 +200,7 @@ pub fn relevant_changes(
                     listed.insert(key.clone());
                 }
                 let hash = relevance(&d);
-                let before = seen.insert(key, (hash, owners_of(&d)));
+                let before = seen.insert(key, (hash, d.owner_references().to_vec()));
                 if before.is_some_and(|(h, _)| h == hash) {
                     tracing::debug!(deployment = %object_name(&d), "Ignored: nothing a reconcile reads changed");
                     Vec::new()
@@ -222,9 +224,11 @@ pub fn relevant_changes(
                     .cloned()
                     .collect();
                 vanished
-                    .iter()
-                    .filter_map(|key| seen.remove(key))
-                    .map(|(_, owners)| Ok(owners))
+                    .into_iter()
+                    .filter_map(|key| {
+                        let (_, owners) = seen.remove(&key)?;
+                        Some(Ok(owned_by(key, owners)))
+                    })
                     .collect()
             }
             Err(err) => vec![Err(err)],
@@ -246,14 +250,14 @@ fn log_relevant(deployment: &Deployment) {
     tracing::debug!(deployment = %object_name(deployment), foos = ?foos, "Relevant change");
 }
 
-/// What `owns` needs of a Deployment to find its Foos: its name, namespace
-/// and owner references.
-fn owners_of(deployment: &Deployment) -> Deployment {
+/// What `owns` needs of a vanished Deployment to find its Foos: its name,
+/// namespace and owner references.
+fn owned_by(key: ObjectRef<Deployment>, owners: Vec<OwnerReference>) -> Deployment {
     Deployment {
         metadata: ObjectMeta {
-            name: deployment.metadata.name.clone(),
-            namespace: deployment.metadata.namespace.clone(),
-            owner_references: deployment.metadata.owner_references.clone(),
+            name: Some(key.name),
+            namespace: key.namespace,
+            owner_references: Some(owners),
             ..ObjectMeta::default()
         },
         ..Deployment::default()
