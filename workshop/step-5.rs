@@ -99,6 +99,7 @@ async fn main() -> Result<(), Fatal> {
 /// - the Foo sets replicas and the Deployment's count differs: replace the
 ///   whole Deployment with what `new_deployment` describes, as Go's `Update`
 ///   does (what others changed in it goes too, as in Go).
+///
 /// A key whose Foo left the cache never gets here: the workers drop it, as
 /// Go's Foo-not-found branch does.
 /// Read: the chapter's "The Rust code" and "What the Go code does"; the

@@ -207,6 +207,7 @@ pub async fn reconcile(foo: Arc<Foo>, ctx: Arc<Context>) -> Result<Action, Error
 ///   to a Deployment that replaced the cached one;
 /// - the status (`update_foo_status`, yours too);
 /// - a Normal Synced Event only when this sync wrote something.
+///
 /// Read: the chapter's "The idioms, one by one"; server-side apply,
 /// <https://kubernetes.io/docs/reference/using-api/server-side-apply/>, and
 /// kube's `Patch::Apply`,

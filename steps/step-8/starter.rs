@@ -125,6 +125,7 @@ it changes something. Wanted, in order:
   to a Deployment that replaced the cached one;
 - the status (`update_foo_status`, yours too);
 - a Normal Synced Event only when this sync wrote something.
+
 Read: the chapter's \"The idioms, one by one\"; server-side apply,
 <https://kubernetes.io/docs/reference/using-api/server-side-apply/>, and
 kube's `Patch::Apply`,

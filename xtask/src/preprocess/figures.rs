@@ -69,7 +69,6 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::LazyLock;
 
 use anyhow::{Context, Result, bail};
 use regex::Regex;
