@@ -180,9 +180,10 @@ fn process(
 /// - a key queued while it is being synced waits, and is synced once more
 ///   afterwards: one key never runs in two workers at once;
 /// - a failed sync is logged (`tracing::error!` with the message
-///   `"Error syncing; requeuing for later retry"`) and retried after
-///   `limiter.when(&key)` (5 ms, 10 ms, 20 ms, … for that key); a success
-///   resets the key's delays (`limiter.forget(&key)`).
+///   `"Error syncing; requeuing for later retry"`) and retried after the
+///   delay `limiter` gives that key, which doubles with each failure in a
+///   row (5 ms, 10 ms, 20 ms, …); a success starts the key's delays over
+///   (`RateLimiter` in src/workqueue.rs: the limiter Go's `NewController` builds).
 ///
 /// kube-runtime has all of that but the rate limiter, in
 /// `kube::runtime::controller::applier`: what it takes and what each of its
@@ -208,8 +209,9 @@ async fn run<K, E, Fut>(
 }
 
 /// WRITE THIS. Go: `Run(ctx, workers)`, after `NewController` built the queue with
-/// its rate limiter: `run` over `queue` until `shutdown`, with
-/// sample-controller's limiter (`RateLimiter::sample_controller()`).
+/// its rate limiter: your `run`'s workers over `queue`, taking no new key once
+/// `shutdown` fires, with the rate limiter Go's sample-controller gives its
+/// queue (`RateLimiter` in src/workqueue.rs has a constructor for it).
 async fn run_until<E, Fut>(
     foos: Store<Foo>,
     queue: impl Stream<Item = ObjectRef<Foo>> + Send + 'static,

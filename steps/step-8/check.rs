@@ -223,55 +223,33 @@ async fn step_8_apply(mut s: Scenario<'_>) -> Vec<Line> {
         s.check(STEP_8_IDLE, async {
             tokio::time::sleep(Duration::from_secs(3)).await;
             p.process.drain_for(Duration::from_millis(100)).await;
-            let syncs = |output: &[String]| {
-                output
-                    .iter()
-                    .filter(|l| l.contains("Successfully synced"))
-                    .count()
-            };
-            let version = |r: std::result::Result<Foo, kube::Error>| {
-                r.ok().and_then(|o| o.resource_version())
-            };
-            let before = (
-                synced_count(&client, &ns, "applied").await?,
-                version(foos.get("applied").await),
-                get_deployment(&client, &ns, "applied")
-                    .await
-                    .ok()
-                    .and_then(|d| d.resource_version()),
-                syncs(p.output()),
-            );
+            let before = Quiet::now(&client, &ns, p.output()).await?;
             tokio::time::sleep(Duration::from_secs(35)).await;
             p.process.drain_for(Duration::from_millis(100)).await;
-            let after = (
-                synced_count(&client, &ns, "applied").await?,
-                version(foos.get("applied").await),
-                get_deployment(&client, &ns, "applied")
-                    .await
-                    .ok()
-                    .and_then(|d| d.resource_version()),
-                syncs(p.output()),
-            );
+            let after = Quiet::now(&client, &ns, p.output()).await?;
             let mut changed = Vec::new();
-            if after.0 != before.0 {
-                changed.push(format!("{} more Synced Event(s)", after.0 - before.0));
+            if after.synced_events != before.synced_events {
+                changed.push(format!(
+                    "{} more Synced Event(s)",
+                    after.synced_events - before.synced_events
+                ));
             }
-            if after.1 != before.1 {
+            if after.foo_version != before.foo_version {
                 changed.push(format!(
                     "the Foo was written (resourceVersion {:?} -> {:?})",
-                    before.1, after.1
+                    before.foo_version, after.foo_version
                 ));
             }
-            if after.2 != before.2 {
+            if after.deployment_version != before.deployment_version {
                 changed.push(format!(
                     "the Deployment was written (resourceVersion {:?} -> {:?})",
-                    before.2, after.2
+                    before.deployment_version, after.deployment_version
                 ));
             }
-            if after.3 != before.3 {
+            if after.reconciles != before.reconciles {
                 changed.push(format!(
                     "{} more reconcile(s) (\"Successfully synced\" lines)",
-                    after.3.saturating_sub(before.3)
+                    after.reconciles.saturating_sub(before.reconciles)
                 ));
             }
             if changed.is_empty() {
@@ -288,6 +266,37 @@ async fn step_8_apply(mut s: Scenario<'_>) -> Vec<Line> {
             .await?;
         Ok(())
     })
+}
+
+/// What the idle check compares before and after its wait, for the Foo
+/// `applied`: each differs when the program wrote or recorded something.
+struct Quiet {
+    synced_events: i32,
+    foo_version: Option<String>,
+    deployment_version: Option<String>,
+    /// Reconciles that ended (the program's "Successfully synced" lines).
+    reconciles: usize,
+}
+
+impl Quiet {
+    async fn now(client: &Client, ns: &str, output: &[String]) -> Checked<Quiet> {
+        Ok(Quiet {
+            synced_events: synced_count(client, ns, "applied").await?,
+            foo_version: foos(client, ns)
+                .get("applied")
+                .await
+                .ok()
+                .and_then(|foo| foo.resource_version()),
+            deployment_version: get_deployment(client, ns, "applied")
+                .await
+                .ok()
+                .and_then(|d| d.resource_version()),
+            reconciles: output
+                .iter()
+                .filter(|l| l.contains("Successfully synced"))
+                .count(),
+        })
+    }
 }
 
 async fn step_8_restarts(mut s: Scenario<'_>) -> Vec<Line> {

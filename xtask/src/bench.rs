@@ -321,6 +321,7 @@ pub async fn bench(args: BenchArgs) -> Result<()> {
         idle_seconds: args.idle_seconds,
         repeat,
         limit,
+        binaries: binaries.sizes()?,
     };
     write_outputs(
         &root,
@@ -355,8 +356,9 @@ fn write_outputs(
             "timeout_seconds": conditions.limit.as_secs(),
             "idle_seconds": conditions.idle_seconds,
             "workers": WORKERS,
+            "binary_bytes": conditions.binaries,
         },
-        "figures": figures(sizes, results, &lines),
+        "figures": figures(sizes, results, conditions, &lines),
         "runs": runs_as_data(results),
     });
     std::fs::write(
@@ -394,6 +396,10 @@ fn runs_from_data(text: &str) -> Result<(Conditions, Vec<usize>, Results)> {
         idle_seconds: number(given, "idle_seconds")?,
         repeat: number(given, "repeat")? as usize,
         limit: Duration::from_secs(number(given, "timeout_seconds")?),
+        binaries: match given.get("binary_bytes") {
+            Some(sizes) => serde_json::from_value(sizes.clone()).context("\"binary_bytes\"")?,
+            None => BTreeMap::new(),
+        },
     };
     let sizes = given
         .get("sizes")
@@ -463,6 +469,38 @@ struct Binaries {
     floor: PathBuf,
 }
 
+impl Binaries {
+    /// The program a subject runs.
+    fn of(&self, subject: Subject) -> &Path {
+        match subject {
+            Subject::Go => &self.go,
+            Subject::Step7 | Subject::Step7Flow => &self.step_7,
+            Subject::Step8 | Subject::Step8Flow => &self.step_8,
+            Subject::BareClient | Subject::FloorWorkers => &self.floor,
+        }
+    }
+
+    /// Each program's size in bytes, by its subject's key (`step8`; the
+    /// floor's under `floor`): most of a binary is resident while it runs.
+    fn sizes(&self) -> Result<BTreeMap<String, u64>> {
+        [
+            Subject::Go,
+            Subject::Step7,
+            Subject::Step8,
+            Subject::BareClient,
+        ]
+        .into_iter()
+        .map(|subject| {
+            let path = self.of(subject);
+            let bytes = std::fs::metadata(path)
+                .with_context(|| format!("reading {}", path.display()))?
+                .len();
+            Ok((subject.key().to_string(), bytes))
+        })
+        .collect()
+    }
+}
+
 /// One run: a subject, `n` Foos, in a fresh namespace.
 struct Run {
     subject: Subject,
@@ -502,15 +540,13 @@ impl Run {
         let kubeconfig = cp.kubeconfig_path().display().to_string();
 
         let rust_args = ["--kubeconfig".to_string(), kubeconfig.clone()];
-        let (exe, args) = match subject {
-            Subject::Go => (&binaries.go, vec![format!("-kubeconfig={kubeconfig}")]),
-            Subject::Step7 | Subject::Step7Flow => (&binaries.step_7, rust_args.to_vec()),
-            Subject::Step8 | Subject::Step8Flow => (&binaries.step_8, rust_args.to_vec()),
-            Subject::BareClient => (&binaries.floor, rust_args.to_vec()),
-            Subject::FloorWorkers => (
-                &binaries.floor,
-                [&rust_args[..], &["--workers".into(), WORKERS.to_string()]].concat(),
-            ),
+        let exe = binaries.of(subject);
+        let args = match subject {
+            Subject::Go => vec![format!("-kubeconfig={kubeconfig}")],
+            Subject::FloorWorkers => {
+                [&rust_args[..], &["--workers".into(), WORKERS.to_string()]].concat()
+            }
+            _ => rust_args.to_vec(),
         };
         let trace = subject
             .flow_off()
@@ -776,6 +812,9 @@ struct Conditions {
     idle_seconds: u64,
     repeat: usize,
     limit: Duration,
+    /// Each program's size in bytes ([`Binaries::sizes`]); empty for runs
+    /// recorded before it was.
+    binaries: BTreeMap<String, u64>,
 }
 
 /// A measure over a subject's runs at one size: the median, the lowest and
@@ -988,7 +1027,12 @@ const PAIRS: [(Subject, Subject); 12] = [
 
 /// Every figure of the run, by the key `{{#figure performance KEY}}` names
 /// (preprocess/figures.rs lists them), each as the page shows it.
-fn figures(sizes: &[usize], results: &Results, lines: &[LinesOfCode]) -> BTreeMap<String, String> {
+fn figures(
+    sizes: &[usize],
+    results: &Results,
+    conditions: &Conditions,
+    lines: &[LinesOfCode],
+) -> BTreeMap<String, String> {
     let stats = stats(results);
     let mut found = BTreeMap::new();
     let mut put = |key: String, value: String| {
@@ -1129,6 +1173,12 @@ fn figures(sizes: &[usize], results: &Results, lines: &[LinesOfCode]) -> BTreeMa
     for loc in lines {
         put(format!("loc {}", loc.key), loc.lines.to_string());
     }
+    for (key, &bytes) in &conditions.binaries {
+        put(
+            format!("binary {key}"),
+            mib(bytes as f64 / (1024.0 * 1024.0)),
+        );
+    }
     found
 }
 
@@ -1163,10 +1213,11 @@ fn report(
         idle_seconds,
         repeat,
         limit,
+        ..
     } = *conditions;
     let stats = stats(results);
     // The cells that are also figures are read from them, formatted once.
-    let figures = figures(sizes, results, lines);
+    let figures = figures(sizes, results, conditions, lines);
     let figure = |key: String| figures.get(&key).map_or("-", String::as_str);
     let mut out = String::new();
     let _ = writeln!(
@@ -1265,7 +1316,19 @@ fn report(
                 ..
             }) = stats.get(&(largest, subject))
             {
-                let _ = writeln!(out, "- {}: {anon:.1} MiB + {file:.1} MiB", subject.label());
+                // The floor with 2 in flight runs the floor's binary.
+                let runs = match subject {
+                    Subject::FloorWorkers => Subject::BareClient,
+                    other => other,
+                };
+                let binary = figures
+                    .get(&format!("binary {}", runs.key()))
+                    .map_or(String::new(), |size| format!(" (its binary: {size})"));
+                let _ = writeln!(
+                    out,
+                    "- {}: {anon:.1} MiB + {file:.1} MiB{binary}",
+                    subject.label()
+                );
             }
         }
         for &n in sizes {
@@ -1661,6 +1724,16 @@ fn cost_chart(sizes: &[usize], results: &Results) -> String {
 mod tests {
     use super::*;
 
+    /// How the runs of these tests were made: 3 of each, no binary sizes.
+    fn conditions() -> Conditions {
+        Conditions {
+            idle_seconds: 300,
+            repeat: 3,
+            limit: Duration::from_secs(300),
+            binaries: BTreeMap::new(),
+        }
+    }
+
     /// A run that converged in `secs`, with `cpu` seconds, `rss` MiB and
     /// `writes` status PUTs.
     fn run(secs: f64, cpu: f64, rss: u64, writes: f64) -> Measurement {
@@ -1712,7 +1785,7 @@ mod tests {
 
     #[test]
     fn each_figure_is_the_median_of_the_runs_with_the_lowest_and_highest() {
-        let f = figures(&[100, 500], &results(), &[]);
+        let f = figures(&[100, 500], &results(), &conditions(), &[]);
         for (key, value) in [
             ("500 step8 converged", "10.0 s"),
             ("500 step8 fastest", "8.0 s"),
@@ -1736,7 +1809,7 @@ mod tests {
 
     #[test]
     fn a_comparison_is_a_finding_only_when_every_run_is_on_one_side() {
-        let f = figures(&[100, 500], &results(), &[]);
+        let f = figures(&[100, 500], &results(), &conditions(), &[]);
         let verdict = |key: &str| f.get(key).map(String::as_str);
         assert_eq!(
             verdict("500 step8/go converged-verdict"),
@@ -1756,7 +1829,7 @@ mod tests {
                 results()[&(500, Subject::Step8)].clone(),
             ),
         ]);
-        let f = figures(&[500], &overlapping, &[]);
+        let f = figures(&[500], &overlapping, &conditions(), &[]);
         assert_eq!(
             f.get("500 step8/step7 converged-verdict")
                 .map(String::as_str),
@@ -1777,7 +1850,7 @@ mod tests {
                 vec![run(0.49, 1.0, 20, 1.0), run(0.49, 1.0, 20, 1.0)],
             ),
         ]);
-        let f = figures(&[500], &close, &[]);
+        let f = figures(&[500], &close, &conditions(), &[]);
         assert_eq!(
             f.get("500 step7/step8 converged-verdict")
                 .map(String::as_str),
@@ -1793,7 +1866,7 @@ mod tests {
             ((500, Subject::Step7), vec![run(9.0, 1.0, 26, 1.0)]),
             ((500, Subject::Step8), vec![run(8.0, 1.0, 20, 1.0)]),
         ]);
-        let f = figures(&[500], &single, &[]);
+        let f = figures(&[500], &single, &conditions(), &[]);
         assert_eq!(
             f.get("500 step8/step7 converged-verdict")
                 .map(String::as_str),
@@ -1803,7 +1876,7 @@ mod tests {
 
     #[test]
     fn two_sizes_give_what_100_more_foos_cost() {
-        let f = figures(&[100, 500], &results(), &[]);
+        let f = figures(&[100, 500], &results(), &conditions(), &[]);
         // Go: 1.1 s to 5.2 s of CPU, 31 to 38 MiB, 20 s to 100 s, over 400 more Foos.
         assert_eq!(
             f.get("100-500 go cpu-slope").map(String::as_str),
@@ -1817,17 +1890,7 @@ mod tests {
             f.get("100-500 go per-foo").map(String::as_str),
             Some("0.20 s")
         );
-        let table = report(
-            &[100, 500],
-            &results(),
-            None,
-            &Conditions {
-                idle_seconds: 300,
-                repeat: 3,
-                limit: Duration::from_secs(300),
-            },
-            &[],
-        );
+        let table = report(&[100, 500], &results(), None, &conditions(), &[]);
         assert!(
             table.contains("| 100 → 500 | Go sample-controller | 1025 ms | 1.75 MiB | 20.0 s |"),
             "{table}"
@@ -1863,17 +1926,26 @@ mod tests {
         });
         results.get_mut(&(100, Subject::Step8)).unwrap()[1].unconverged = Some("late".into());
         let data = serde_json::json!({
-            "conditions": {"sizes": [100, 500], "repeat": 3, "timeout_seconds": 300, "idle_seconds": 300},
+            "conditions": {"sizes": [100, 500], "repeat": 3, "timeout_seconds": 300, "idle_seconds": 300, "binary_bytes": {"step8": 15_728_640}},
             "runs": runs_as_data(&results),
         });
         let (conditions, sizes, again) = runs_from_data(&data.to_string()).unwrap();
         assert_eq!(sizes, [100, 500]);
         assert_eq!(conditions.limit, Duration::from_secs(300));
-        assert_eq!(figures(&sizes, &again, &[]), figures(&sizes, &results, &[]));
+        assert_eq!(conditions.binaries["step8"], 15_728_640);
+        assert_eq!(
+            figures(&sizes, &again, &conditions, &[]),
+            figures(&sizes, &results, &conditions, &[])
+        );
+        assert_eq!(
+            figures(&sizes, &again, &conditions, &[])["binary step8"],
+            "15.0 MiB"
+        );
         let first = Conditions {
             idle_seconds: 300,
             repeat: 3,
             limit: Duration::from_secs(300),
+            binaries: BTreeMap::new(),
         };
         assert_eq!(
             report(&sizes, &again, None, &conditions, &[]),
@@ -1896,17 +1968,7 @@ mod tests {
             (500, Subject::Step8Flow),
             results[&(500, Subject::Step8)].clone(),
         );
-        let table = report(
-            &[100, 500],
-            &results,
-            None,
-            &Conditions {
-                idle_seconds: 300,
-                repeat: 3,
-                limit: Duration::from_secs(300),
-            },
-            &[],
-        );
+        let table = report(&[100, 500], &results, None, &conditions(), &[]);
         for anchor in ["main", "cost", "memory", "idle", "flow", "requests"] {
             assert!(
                 table.contains(&format!("<!-- ANCHOR: {anchor} -->")),

@@ -561,7 +561,7 @@ impl Program {
             Ok(s) => Err(self.explain(expected, format!("it exited with {s}"), true)),
             Err(e) => {
                 let _ = self.process.kill().await;
-                Err(self.explain(expected, format!("{e:#}"), false))
+                Err(self.explain(expected, format!("{e:#}, so it was killed"), true))
             }
         }
     }

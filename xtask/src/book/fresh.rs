@@ -93,7 +93,7 @@ const VARYING_IN: &[(&str, &str, &str, &str)] = &[
     ),
     (
         "check-step-8-ordinary.txt",
-        r"happened: (still running <dur> after SIGTERM; it exited|it exited with signal: 15 \(SIGTERM\)),",
+        r"happened: (still running <dur> after SIGTERM, so it was killed|it exited with signal: 15 \(SIGTERM\)),",
         "happened: <no clean exit>,",
         "a SIGTERM before kube's Controller installed its handler kills it, one after leaves it running: both fail the behaviour (hardening.md says why)",
     ),
@@ -443,7 +443,8 @@ mod tests {
     #[test]
     fn the_ordinary_step_8_killed_or_left_running_by_its_sigterm_is_one_shape() {
         let file = "check-step-8-ordinary.txt";
-        let running = "        happened: still running 10s after SIGTERM; it exited, it printed:";
+        let running =
+            "        happened: still running 10s after SIGTERM, so it was killed, it printed:";
         let killed = "        happened: it exited with signal: 15 (SIGTERM), it printed:";
         assert_eq!(shape(file, running), shape(file, killed));
         assert_eq!(
