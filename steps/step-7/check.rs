@@ -156,8 +156,8 @@ async fn step_7_events(mut s: Scenario<'_>) -> Vec<Line> {
                 Ok(())
             } else {
                 Err(failure(
-                    "a line \"Shutting down workers\"",
-                    "none was printed",
+                    "a line \"Shutting down workers\" before it exits",
+                    "it exited 0 without one",
                 ))
             }
         })

@@ -135,7 +135,39 @@ pub fn behaviours(step: u8) -> Vec<Behaviour> {
 /// Runs `step`'s check against `target` ([`checks::check_scenarios`]); an
 /// error for a step without a check.
 pub async fn check(step: u8, target: &Target) -> Result<Report> {
-    checks::check_scenarios(step, scenarios(step)?, target).await
+    let mut report = checks::check_scenarios(step, scenarios(step)?, target).await?;
+    for line in &mut report.lines {
+        line.go = go_does(step, line.behaviour.what);
+    }
+    Ok(report)
+}
+
+/// What Go does where `step`'s check shows `what`: each branch of its Go
+/// counterpart whose row names that behaviour, as `text (file)`.
+fn go_does(step: u8, what: &str) -> Vec<String> {
+    self::step(step)
+        .into_iter()
+        .flat_map(|s| s.branches)
+        .filter(|b| b.check == Some(what))
+        .map(|b| plain_link(b.go))
+        .collect()
+}
+
+/// A row's Go branch, `[text](go:file#place)`, as `text (file)`: the link's
+/// place is for the book's Go pane, not for a terminal.
+fn plain_link(markdown: &str) -> String {
+    let link = markdown
+        .strip_prefix('[')
+        .and_then(|rest| rest.strip_suffix(')'))
+        .and_then(|rest| rest.rsplit_once("]("));
+    match link {
+        Some((text, target)) => {
+            let target = target.strip_prefix("go:").unwrap_or(target);
+            let file = target.split('#').next().unwrap_or(target);
+            format!("{text} ({file})")
+        }
+        None => markdown.to_string(),
+    }
 }
 
 /// `step-5`, `5` → step 5, if it exists.
@@ -148,6 +180,25 @@ pub fn parse(text: &str) -> Option<&'static Step> {
 mod tests {
     use super::*;
     use std::path::Path;
+
+    #[test]
+    fn a_behaviour_is_told_what_go_does_from_its_steps_branch_rows() {
+        assert_eq!(
+            go_does(
+                6,
+                "the Foo's status.availableReplicas follows its Deployment (2 available)"
+            ),
+            ["`syncHandler`: the status after every sync (controller.go)"]
+        );
+        assert!(go_does(6, "no such behaviour").is_empty());
+        assert_eq!(
+            plain_link(
+                "[the work queue: a key added while it waits is queued once](go:k8s.io/client-go/util/workqueue/queue.go)"
+            ),
+            "the work queue: a key added while it waits is queued once (k8s.io/client-go/util/workqueue/queue.go)"
+        );
+        assert_eq!(plain_link("no link"), "no link");
+    }
 
     /// mdBook's id for a heading: lower case, spaces to dashes, only
     /// alphanumerics, `-` and `_` kept.

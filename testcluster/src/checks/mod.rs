@@ -87,6 +87,10 @@ pub struct Line {
     pub behaviour: Behaviour,
     /// What happened.
     pub outcome: Outcome,
+    /// What Go does there: the branches of the step's Go counterpart that
+    /// this behaviour shows, as `text (file)` (the step registry fills them
+    /// in from its step.toml; see `steps::check`).
+    pub go: Vec<String>,
 }
 
 /// Every behaviour of one step's check, in order.
@@ -139,6 +143,9 @@ impl fmt::Display for Report {
                     for (i, l) in happened.lines().enumerate() {
                         let label = if i == 0 { "happened:" } else { "         " };
                         writeln!(f, "        {label} {l}")?;
+                    }
+                    for branch in &line.go {
+                        writeln!(f, "        Go:       {branch}")?;
                     }
                     writeln!(f, "        read:     book/src/{}", line.behaviour.chapter)?;
                 }
@@ -359,6 +366,7 @@ impl<'a> Scenario<'a> {
             None => self.lines.push(Line {
                 behaviour,
                 outcome: recorded,
+                go: Vec::new(),
             }),
         }
         outcome.map_err(|_| Stop)
@@ -409,6 +417,7 @@ where
         .map(|b| Line {
             behaviour: *b,
             outcome: Outcome::NotReached,
+            go: Vec::new(),
         })
         .collect();
     scenario(Scenario { target, lines }).await
@@ -657,6 +666,7 @@ mod tests {
                 Line {
                     behaviour: step5::STEP_5_CREATES,
                     outcome: Outcome::Passed,
+                    go: vec!["`syncHandler`: no Deployment, create it (controller.go)".into()],
                 },
                 Line {
                     behaviour: step5::STEP_5_REFUSES,
@@ -664,10 +674,12 @@ mod tests {
                         expected: "x".into(),
                         happened: "y".into(),
                     },
+                    go: vec!["`syncHandler`: not controlled, refuse (controller.go)".into()],
                 },
                 Line {
                     behaviour: step5::STEP_5_SCALES,
                     outcome: Outcome::NotReached,
+                    go: Vec::new(),
                 },
             ],
             namespaces: vec!["check-step5-1-0".into()],
@@ -698,8 +710,14 @@ mod tests {
         );
         let text = report.to_string();
         assert!(
-            text.contains("read:     book/src/step-5.md#the-rust-code"),
-            "{text}"
+            text.contains(
+                "        Go:       `syncHandler`: not controlled, refuse (controller.go)\n        read:     book/src/step-5.md#the-rust-code"
+            ),
+            "a failure says what Go does, then where to read: {text}"
+        );
+        assert!(
+            !text.contains("no Deployment, create it"),
+            "a behaviour that passed shows no Go branch: {text}"
         );
         assert!(text.ends_with("step-5: 1 of 3 behaviours pass"), "{text}");
     }
