@@ -509,6 +509,19 @@ async fn step_8_deployments_lag(mut s: Scenario<'_>) -> Vec<Line> {
                     converged(&client, &ns, "replaced", "replaced", 1)
                 })
                 .await?;
+                // The rollout's last Deployment events are still in the lag
+                // and would start reconciles while the Deployment is
+                // replaced below. Let them through first, and the program
+                // finish what they start, so that every reconcile after the
+                // replacement is one the scale below starts, on a cache that
+                // still holds the old Deployment.
+                if !proxy.caught_up(WAIT).await {
+                    return Err(failure(
+                        "the lagging Deployment watch passes on the rollout's events",
+                        format!("some still held after {WAIT:?}"),
+                    ));
+                }
+                p.process.drain_for(Duration::from_secs(1)).await;
                 delete(&deployments(&client, &ns), "replaced").await?;
                 let replaced = lookalike(&client, &ns, "replaced").await?;
                 merge(

@@ -14,7 +14,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use axum::body::{Body, Bytes};
@@ -57,7 +57,26 @@ pub struct Proxy {
     pub kubeconfig: PathBuf,
     /// How many watches [`Action::Expire`] has ended so far.
     pub expired: Arc<AtomicU32>,
+    /// How many chunks of lagging responses ([`Action::Lag`]) have arrived
+    /// from the API server and not yet been passed on.
+    held: Arc<AtomicUsize>,
     task: tokio::task::JoinHandle<()>,
+}
+
+impl Proxy {
+    /// Waits, at most `within`, until every lagging response has passed on
+    /// all the API server sent so far: the program has seen every change
+    /// made before the call. Whether it got there in time.
+    pub async fn caught_up(&self, within: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + within;
+        while self.held.load(Ordering::SeqCst) > 0 {
+            if tokio::time::Instant::now() >= deadline {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        true
+    }
 }
 
 /// What every request handler shares.
@@ -66,6 +85,7 @@ struct Shared {
     upstream: kube::Client,
     rule: Rule,
     expired: Arc<AtomicU32>,
+    held: Arc<AtomicUsize>,
 }
 
 impl Drop for Proxy {
@@ -104,10 +124,12 @@ pub async fn start(upstream: kube::Client, dir: &Path, name: &str, rule: Rule) -
     )
     .with_context(|| format!("writing {}", kubeconfig.display()))?;
     let expired = Arc::new(AtomicU32::new(0));
+    let held = Arc::new(AtomicUsize::new(0));
     let app = axum::Router::new().fallback(forward).with_state(Shared {
         upstream,
         rule,
         expired: expired.clone(),
+        held: held.clone(),
     });
     let task = tokio::spawn(async move {
         let _ = axum::serve(listener, app).await;
@@ -115,6 +137,7 @@ pub async fn start(upstream: kube::Client, dir: &Path, name: &str, rule: Rule) -
     Ok(Proxy {
         kubeconfig,
         expired,
+        held,
         task,
     })
 }
@@ -133,6 +156,7 @@ async fn forward(State(shared): State<Shared>, req: Request) -> Response {
         upstream,
         rule,
         expired,
+        held,
     } = shared;
     let (parts, body) = req.into_parts();
     let target = parts
@@ -181,7 +205,7 @@ async fn forward(State(shared): State<Shared>, req: Request) -> Response {
             let (parts, body) = response.into_parts();
             let body = match (expire, lag) {
                 (Some(expiry), _) if parts.status.is_success() => expiry.apply(Body::new(body)),
-                (_, Some(period)) => lagging(Body::new(body), period),
+                (_, Some(period)) => lagging(Body::new(body), period, held),
                 _ => Body::new(body),
             };
             let mut out = Response::new(body);
@@ -200,23 +224,30 @@ async fn forward(State(shared): State<Shared>, req: Request) -> Response {
 /// `body`, each chunk of it passed on `period` after it arrived, in order
 /// ([`Action::Lag`]). A task reads the API server's response as it comes,
 /// so that the lag does not grow; it ends when the client hangs up.
-fn lagging(body: Body, period: Duration) -> Body {
+fn lagging(body: Body, period: Duration, held: Arc<AtomicUsize>) -> Body {
     use futures::StreamExt;
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     let mut upstream = body.into_data_stream();
+    let arrived = held.clone();
     tokio::spawn(async move {
         while let Some(chunk) = upstream.next().await {
             let due = tokio::time::Instant::now() + period;
+            arrived.fetch_add(1, Ordering::SeqCst);
             if tx.send((due, chunk)).is_err() {
+                arrived.fetch_sub(1, Ordering::SeqCst);
                 break;
             }
         }
     });
-    Body::from_stream(futures::stream::unfold(rx, |mut rx| async move {
-        let (due, chunk) = rx.recv().await?;
-        tokio::time::sleep_until(due).await;
-        Some((chunk, rx))
-    }))
+    Body::from_stream(futures::stream::unfold(
+        (rx, held),
+        |(mut rx, held)| async move {
+            let (due, chunk) = rx.recv().await?;
+            tokio::time::sleep_until(due).await;
+            held.fetch_sub(1, Ordering::SeqCst);
+            Some((chunk, (rx, held)))
+        },
+    ))
 }
 
 /// How [`Action::Expire`] ends one watch.
