@@ -173,6 +173,17 @@ impl Subject {
         }
     }
 
+    /// The subject whose program it runs: the flow runs and the floor with
+    /// 2 in flight run another subject's binary.
+    fn program(self) -> Subject {
+        match self {
+            Subject::Step7Flow => Subject::Step7,
+            Subject::Step8Flow => Subject::Step8,
+            Subject::FloorWorkers => Subject::BareClient,
+            other => other,
+        }
+    }
+
     /// Whether it is one of the floors, which have no idle phase to count.
     fn is_floor(self) -> bool {
         matches!(self, Subject::BareClient | Subject::FloorWorkers)
@@ -472,32 +483,29 @@ struct Binaries {
 impl Binaries {
     /// The program a subject runs.
     fn of(&self, subject: Subject) -> &Path {
-        match subject {
+        match subject.program() {
             Subject::Go => &self.go,
-            Subject::Step7 | Subject::Step7Flow => &self.step_7,
-            Subject::Step8 | Subject::Step8Flow => &self.step_8,
-            Subject::BareClient | Subject::FloorWorkers => &self.floor,
+            Subject::Step7 => &self.step_7,
+            Subject::Step8 => &self.step_8,
+            _ => &self.floor,
         }
     }
 
-    /// Each program's size in bytes, by its subject's key (`step8`; the
-    /// floor's under `floor`): most of a binary is resident while it runs.
+    /// Each program's size in bytes, by the key of the subject it is the
+    /// [`Subject::program`] of (`step8`, `floor`): most of a binary is
+    /// resident while it runs.
     fn sizes(&self) -> Result<BTreeMap<String, u64>> {
-        [
-            Subject::Go,
-            Subject::Step7,
-            Subject::Step8,
-            Subject::BareClient,
-        ]
-        .into_iter()
-        .map(|subject| {
-            let path = self.of(subject);
-            let bytes = std::fs::metadata(path)
-                .with_context(|| format!("reading {}", path.display()))?
-                .len();
-            Ok((subject.key().to_string(), bytes))
-        })
-        .collect()
+        Subject::RUN_ORDER
+            .into_iter()
+            .filter(|subject| subject.program() == *subject)
+            .map(|subject| {
+                let path = self.of(subject);
+                let bytes = std::fs::metadata(path)
+                    .with_context(|| format!("reading {}", path.display()))?
+                    .len();
+                Ok((subject.key().to_string(), bytes))
+            })
+            .collect()
     }
 }
 
@@ -1316,13 +1324,8 @@ fn report(
                 ..
             }) = stats.get(&(largest, subject))
             {
-                // The floor with 2 in flight runs the floor's binary.
-                let runs = match subject {
-                    Subject::FloorWorkers => Subject::BareClient,
-                    other => other,
-                };
                 let binary = figures
-                    .get(&format!("binary {}", runs.key()))
+                    .get(&format!("binary {}", subject.program().key()))
                     .map_or(String::new(), |size| format!(" (its binary: {size})"));
                 let _ = writeln!(
                     out,
@@ -1732,6 +1735,34 @@ mod tests {
             limit: Duration::from_secs(300),
             binaries: BTreeMap::new(),
         }
+    }
+
+    #[test]
+    fn each_program_is_sized_once_under_the_subject_it_belongs_to() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = |name: &str, bytes: usize| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, vec![0u8; bytes]).unwrap();
+            path
+        };
+        let binaries = Binaries {
+            go: file("go", 4),
+            step_7: file("step-7", 7),
+            step_8: file("step-8", 8),
+            floor: file("floor", 1),
+        };
+        let sizes = binaries.sizes().unwrap();
+        assert_eq!(
+            sizes,
+            BTreeMap::from([
+                ("floor".to_string(), 1),
+                ("go".to_string(), 4),
+                ("step7".to_string(), 7),
+                ("step8".to_string(), 8),
+            ])
+        );
+        assert_eq!(binaries.of(Subject::FloorWorkers), binaries.floor);
+        assert_eq!(binaries.of(Subject::Step8Flow), binaries.step_8);
     }
 
     /// A run that converged in `secs`, with `cpu` seconds, `rss` MiB and
