@@ -124,14 +124,19 @@ impl Scene {
     /// Starts the step on this namespace through `kubeconfig` and waits until
     /// its workers run. Step 8 also serves `/metrics` on the port returned.
     async fn start(&self, kubeconfig: &std::path::Path) -> (Step, Option<u16>) {
-        let port = (self.bin == Eight).then(free_port);
-        let address = port.map(|p| format!("127.0.0.1:{p}"));
-        let extra: Vec<&str> = match &address {
-            Some(address) => vec!["--http-address", address],
-            None => vec![],
+        let eight = self.bin == Eight;
+        let extra: &[&str] = if eight {
+            &["--http-address", ANY_PORT]
+        } else {
+            &[]
         };
-        let mut step = Step::start(self.bin.name(), kubeconfig, Some(&self.ns), &extra);
+        let mut step = Step::start(self.bin.name(), kubeconfig, Some(&self.ns), extra);
         step.expect(&["Starting workers"]).await;
+        let port = if eight {
+            Some(step.http_port().await)
+        } else {
+            None
+        };
         (step, port)
     }
 

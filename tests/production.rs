@@ -553,8 +553,9 @@ async fn step_7_its_cluster_role_is_enough_and_every_rule_is_needed() {
     );
 }
 
-/// Starts step 8 with leader election on a short lease in `ns`.
-fn replica(kubeconfig: &std::path::Path, ns: &str, identity: &str, port: u16) -> Step {
+/// Starts step 8 with leader election on a short lease in `ns`, serving on
+/// a free port ([`Step::http_port`] says which).
+fn replica(kubeconfig: &std::path::Path, ns: &str, identity: &str) -> Step {
     Step::start(
         "step-8",
         kubeconfig,
@@ -570,7 +571,7 @@ fn replica(kubeconfig: &std::path::Path, ns: &str, identity: &str, port: u16) ->
             "--leader-elect-renew-grace",
             "3",
             "--http-address",
-            &format!("127.0.0.1:{port}"),
+            ANY_PORT,
         ],
     )
 }
@@ -589,11 +590,12 @@ async fn only_the_leader_reconciles_and_a_standby_takes_over_when_it_dies_or_sto
     let _alone = HEAVY.lock().await;
     let (cp, client) = cluster().await;
     let ns = namespace(&client, "leader").await;
-    let (port_a, port_b, port_c) = (free_port(), free_port(), free_port());
-    let mut a = replica(cp.kubeconfig_path(), &ns, "a", port_a);
+    let mut a = replica(cp.kubeconfig_path(), &ns, "a");
     a.expect(&["became leader"]).await;
-    let mut b = replica(cp.kubeconfig_path(), &ns, "b", port_b);
+    let port_a = a.http_port().await;
+    let mut b = replica(cp.kubeconfig_path(), &ns, "b");
     b.expect(&["waiting to become leader"]).await;
+    let port_b = b.http_port().await;
     assert_eq!(holder(&client, &ns).await.as_deref(), Some("a"));
 
     create_foo(&client, &ns, "first", "first-nginx", Some(1)).await;
@@ -635,7 +637,7 @@ async fn only_the_leader_reconciles_and_a_standby_takes_over_when_it_dies_or_sto
     assert!(b.output.iter().all(|l| !l.contains("panicked")));
 
     // The leader stops cleanly: it finishes, releases the Lease, and c takes over.
-    let mut c = replica(cp.kubeconfig_path(), &ns, "c", port_c);
+    let mut c = replica(cp.kubeconfig_path(), &ns, "c");
     c.expect(&["waiting to become leader"]).await;
     // Let c read the Lease held by b (its manager then sleeps until b's expiry).
     c.drain_for(Duration::from_secs(3)).await;
@@ -681,9 +683,9 @@ async fn a_leader_cut_off_from_the_api_server_stops_leading_before_a_standby_tak
     let proxy = proxy::start(client.clone(), cp.data_dir(), &ns, rule)
         .await
         .expect("proxy");
-    let mut a = replica(&proxy.kubeconfig, &ns, "a", free_port());
+    let mut a = replica(&proxy.kubeconfig, &ns, "a");
     a.expect(&["became leader"]).await;
-    let mut b = replica(cp.kubeconfig_path(), &ns, "b", free_port());
+    let mut b = replica(cp.kubeconfig_path(), &ns, "b");
     b.expect(&["waiting to become leader"]).await;
     create_foo(&client, &ns, "held", "held-nginx", Some(1)).await;
     eventually("held converged", || async {

@@ -233,6 +233,24 @@ impl Step {
         }
     }
 
+    /// The port step 8 serves on, read from its "serving /healthz, …" line
+    /// (waiting for that line if it has not come yet).
+    pub async fn http_port(&mut self) -> u16 {
+        const SERVING: &str = "serving /healthz, /readyz and /metrics";
+        let line = match self.output.iter().find(|l| l.contains(SERVING)) {
+            Some(line) => line.clone(),
+            None => self.expect(&[SERVING]).await,
+        };
+        let addr = line
+            .split_whitespace()
+            .find_map(|field| field.strip_prefix("addr="))
+            .and_then(|a| a.parse::<std::net::SocketAddr>().ok());
+        match addr {
+            Some(addr) => addr.port(),
+            None => self.fail(anyhow::anyhow!("no addr=IP:PORT in {line:?}")),
+        }
+    }
+
     /// Waits for the process to exit by itself; returns its status and whole output.
     pub async fn wait(mut self) -> (ExitStatus, String) {
         match self.0.wait().await {
@@ -264,14 +282,10 @@ impl Step {
     }
 }
 
-/// A loopback port free right now (for a child's `--http-address`).
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .expect("bind")
-        .local_addr()
-        .expect("address")
-        .port()
-}
+/// The `--http-address` that lets step 8 bind any free loopback port; it
+/// logs the one it got, which [`Step::http_port`] reads. (A port found free
+/// beforehand and passed in can be taken by another process meanwhile.)
+pub const ANY_PORT: &str = "127.0.0.1:0";
 
 /// `GET http://127.0.0.1:{port}{path}`: the status code and body, or `None`
 /// if nothing answers.

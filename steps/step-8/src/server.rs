@@ -22,15 +22,16 @@ use sample_controller::signals::Shutdown;
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct ServeFlags {
     /// Serve /healthz, /readyz and /metrics on this address, e.g.
-    /// 127.0.0.1:8080 (in a Pod: 0.0.0.0:8080). Off unless given.
+    /// 127.0.0.1:8080 (in a Pod: 0.0.0.0:8080; port 0 takes any free port
+    /// and logs it). Off unless given.
     #[arg(long, value_name = "ADDR", env = "HTTP_ADDRESS")]
     pub http_address: Option<SocketAddr>,
 }
 // ANCHOR_END: flags
 
 // ANCHOR: serve
-/// Binds `addr` (failing at once with a clear message if it cannot) and
-/// serves the three endpoints until `shutdown`.
+/// Binds `addr` (failing at once with a clear message if it cannot), logs
+/// the address it got, and serves the three endpoints until `shutdown`.
 pub async fn serve(
     addr: SocketAddr,
     probes: Arc<Probes>,
@@ -39,6 +40,8 @@ pub async fn serve(
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .with_context(|| format!("cannot listen on --http-address {addr}"))?;
+    // The address bound, so that port 0 ("any free port") says which one it got.
+    let addr = listener.local_addr().unwrap_or(addr);
     tracing::info!(%addr, "serving /healthz, /readyz and /metrics");
     let app = Router::new()
         // Liveness: the process answers. Restarting it would not help a
