@@ -120,8 +120,8 @@ async fn step_5_countless(mut s: Scenario<'_>) -> Vec<Line> {
                 .map_err(|e| {
                     failure("Foo countless created, without replicas", format!("{e:#}"))
                 })?;
-            p.until("Deployment countless-nginx created", WAIT, || async {
-                get_deployment(&client, &ns, "countless-nginx").await
+            p.until("Deployment countless-nginx created", WAIT, || {
+                programs_turn(get_deployment(&client, &ns, "countless-nginx"))
             })
             .await?;
             // Let the syncs of the create settle, then someone scales it;
@@ -174,27 +174,29 @@ async fn step_5(mut s: Scenario<'_>) -> Vec<Line> {
                     .until(
                         "Deployment web-nginx controlled by Foo web, 2 replicas",
                         WAIT,
-                        || async {
-                            let d = get_deployment(&client, &ns, "web-nginx").await?;
-                            let owner =
-                                controller_of(&d).ok_or("it has no controller owner reference")?;
-                            if (owner.kind.as_str(), owner.name.as_str()) != ("Foo", "web")
-                                || Some(&owner.uid) != foo.uid().as_ref()
-                            {
-                                return Err(format!(
-                                    "its controller is {} {} (uid {})",
-                                    owner.kind, owner.name, owner.uid
-                                ));
-                            }
-                            if owner.block_owner_deletion != Some(true) {
-                                return Err(
-                                    "its owner reference lacks blockOwnerDeletion: true".into()
-                                );
-                            }
-                            if replicas(&d) != Some(2) {
-                                return Err(format!("replicas {:?}", replicas(&d)));
-                            }
-                            Ok(d)
+                        || {
+                            programs_turn(async {
+                                let d = get_deployment(&client, &ns, "web-nginx").await?;
+                                let owner = controller_of(&d)
+                                    .ok_or("it has no controller owner reference")?;
+                                if (owner.kind.as_str(), owner.name.as_str()) != ("Foo", "web")
+                                    || Some(&owner.uid) != foo.uid().as_ref()
+                                {
+                                    return Err(format!(
+                                        "its controller is {} {} (uid {})",
+                                        owner.kind, owner.name, owner.uid
+                                    ));
+                                }
+                                if owner.block_owner_deletion != Some(true) {
+                                    return Err(
+                                        "its owner reference lacks blockOwnerDeletion: true".into(),
+                                    );
+                                }
+                                if replicas(&d) != Some(2) {
+                                    return Err(format!("replicas {:?}", replicas(&d)));
+                                }
+                                Ok(d)
+                            })
                         },
                     )
                     .await?;
@@ -213,12 +215,14 @@ async fn step_5(mut s: Scenario<'_>) -> Vec<Line> {
                 json!({"spec": {"replicas": 5}}),
             )
             .await?;
-            p.until("replicas back to 2 after someone set 5", WAIT, || async {
-                let d = get_deployment(&client, &ns, "web-nginx").await?;
-                match replicas(&d) {
-                    Some(2) => Ok(()),
-                    other => Err(format!("replicas {other:?}")),
-                }
+            p.until("replicas back to 2 after someone set 5", WAIT, || {
+                programs_turn(async {
+                    let d = get_deployment(&client, &ns, "web-nginx").await?;
+                    match replicas(&d) {
+                        Some(2) => Ok(()),
+                        other => Err(format!("replicas {other:?}")),
+                    }
+                })
             })
             .await
         })
@@ -226,13 +230,15 @@ async fn step_5(mut s: Scenario<'_>) -> Vec<Line> {
         s.check(STEP_5_RECREATES, async {
             let old_uid = created.uid();
             delete(&deployments(&client, &ns), "web-nginx").await?;
-            p.until("web-nginx recreated (a new UID)", WAIT, || async {
-                let d = get_deployment(&client, &ns, "web-nginx").await?;
-                if d.uid() != old_uid && d.metadata.deletion_timestamp.is_none() {
-                    Ok(())
-                } else {
-                    Err("still the old one".into())
-                }
+            p.until("web-nginx recreated (a new UID)", WAIT, || {
+                programs_turn(async {
+                    let d = get_deployment(&client, &ns, "web-nginx").await?;
+                    if d.uid() != old_uid && d.metadata.deletion_timestamp.is_none() {
+                        Ok(())
+                    } else {
+                        Err("still the old one".into())
+                    }
+                })
             })
             .await
         })

@@ -40,32 +40,36 @@ pub(super) const STEP_6_FOREIGN: Behaviour = Behaviour {
 };
 
 /// Whether Foo `status` and Deployment `status-nginx` both say `want` available.
-async fn both_available(client: &Client, ns: &str, want: i32) -> std::result::Result<(), String> {
+async fn both_available(client: &Client, ns: &str, want: i32) -> std::result::Result<(), Pending> {
     foo_and_deployment_available(client, ns, "status", "status-nginx", want).await
 }
 
-/// Whether Foo `foo` and Deployment `deployment` both say `want` available.
+/// Whether Foo `foo` and Deployment `deployment` both say `want` available;
+/// once the Deployment does, the Foo's status is the program's to write.
 async fn foo_and_deployment_available(
     client: &Client,
     ns: &str,
     foo: &str,
     deployment: &str,
     want: i32,
-) -> std::result::Result<(), String> {
+) -> std::result::Result<(), Pending> {
     let foo = foos(client, ns)
         .get_opt(foo)
         .await
         .map_err(|e| e.to_string())?
         .ok_or(format!("there is no Foo {foo}"))?;
-    let d = get_deployment(client, ns, deployment).await?;
+    let d = get_deployment(client, ns, deployment)
+        .await
+        .map_err(Pending::Program)?;
     let foo_has = foo.status.map(|s| s.available_replicas);
-    if available(&d) == want && foo_has == Some(want) {
-        Ok(())
-    } else {
-        Err(format!(
-            "the Deployment has {} available, the Foo's status says {foo_has:?}",
-            available(&d)
-        ))
+    let text = format!(
+        "the Deployment has {} available, the Foo's status says {foo_has:?}",
+        available(&d)
+    );
+    match (available(&d) == want, foo_has == Some(want)) {
+        (true, true) => Ok(()),
+        (true, false) => Err(Pending::Program(text)),
+        (false, _) => Err(Pending::Cluster(text)),
     }
 }
 

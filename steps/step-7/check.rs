@@ -80,15 +80,17 @@ async fn step_7_events(mut s: Scenario<'_>) -> Vec<Line> {
                 p.expect(&["Starting", "workers"]).await?;
                 create_foo(&client, &ns, "good", "good-nginx", 1).await?;
                 create_foo(&client, &ns, "blocked", "occupied", 1).await?;
-                p.until("a Normal Synced Event about Foo good", WAIT, || async {
-                    let events = events_for(&client, &ns, "good").await?;
-                    events
-                        .iter()
-                        .any(|(t, r, n, _)| {
-                            t == "Normal" && r == "Synced" && n == "Foo synced successfully"
-                        })
-                        .then_some(())
-                        .ok_or(format!("its Events: {events:?}"))
+                p.until("a Normal Synced Event about Foo good", WAIT, || {
+                    programs_turn(async {
+                        let events = events_for(&client, &ns, "good").await?;
+                        events
+                            .iter()
+                            .any(|(t, r, n, _)| {
+                                t == "Normal" && r == "Synced" && n == "Foo synced successfully"
+                            })
+                            .then_some(())
+                            .ok_or(format!("its Events: {events:?}"))
+                    })
                 })
                 .await?;
                 Ok((p, ns))
@@ -99,13 +101,17 @@ async fn step_7_events(mut s: Scenario<'_>) -> Vec<Line> {
             p.until(
                 "a Warning ErrResourceExists Event about Foo blocked",
                 WAIT,
-                || async {
-                    let events = events_for(&client, &ns, "blocked").await?;
-                    events
-                        .iter()
-                        .any(|(t, r, n, _)| t == "Warning" && r == "ErrResourceExists" && n == want)
-                        .then_some(())
-                        .ok_or(format!("its Events: {events:?}"))
+                || {
+                    programs_turn(async {
+                        let events = events_for(&client, &ns, "blocked").await?;
+                        events
+                            .iter()
+                            .any(|(t, r, n, _)| {
+                                t == "Warning" && r == "ErrResourceExists" && n == want
+                            })
+                            .then_some(())
+                            .ok_or(format!("its Events: {events:?}"))
+                    })
                 },
             )
             .await
@@ -197,11 +203,13 @@ async fn step_7_writes(mut s: Scenario<'_>) -> Vec<Line> {
                 )
                 .await?;
                 let replaced = p
-                    .until("Deployment literal at 2 replicas", WAIT, || async {
-                        let d = get_deployment(&client, &ns, "literal").await?;
-                        (replicas(&d) == Some(2))
-                            .then_some(d)
-                            .ok_or("not yet 2 replicas".to_string())
+                    .until("Deployment literal at 2 replicas", WAIT, || {
+                        programs_turn(async {
+                            let d = get_deployment(&client, &ns, "literal").await?;
+                            (replicas(&d) == Some(2))
+                                .then_some(d)
+                                .ok_or("not yet 2 replicas".to_string())
+                        })
                     })
                     .await?;
                 if replaced.labels().contains_key("team") {

@@ -120,16 +120,18 @@ async fn step_8_apply(mut s: Scenario<'_>) -> Vec<Line> {
                 .patch("applied", &PatchParams::default(), &Patch::Strategic(image))
                 .await
                 .map_err(|e| failure("the image of Deployment applied changed", e))?;
-            p.until("the image back to nginx:latest", WAIT, || async {
-                let d = get_deployment(&client, &ns, "applied").await?;
-                let image = d
-                    .spec
-                    .template
-                    .spec
-                    .and_then(|p| p.containers.first().and_then(|c| c.image.clone()));
-                (image.as_deref() == Some("nginx:latest"))
-                    .then_some(())
-                    .ok_or(format!("image {image:?}"))
+            p.until("the image back to nginx:latest", WAIT, || {
+                programs_turn(async {
+                    let d = get_deployment(&client, &ns, "applied").await?;
+                    let image = d
+                        .spec
+                        .template
+                        .spec
+                        .and_then(|p| p.containers.first().and_then(|c| c.image.clone()));
+                    (image.as_deref() == Some("nginx:latest"))
+                        .then_some(())
+                        .ok_or(format!("image {image:?}"))
+                })
             })
             .await
         })
@@ -430,11 +432,13 @@ async fn step_8_foos_lag(mut s: Scenario<'_>) -> Vec<Line> {
                 }
             }
             if !recreated {
-                p.until(&expected, WAIT, || async {
-                    let d = get_deployment(&client, &ns, "kept").await?;
-                    (d.uid() != kept.uid())
-                        .then_some(())
-                        .ok_or("Deployment kept was not created again".to_string())
+                p.until(&expected, WAIT, || {
+                    programs_turn(async {
+                        let d = get_deployment(&client, &ns, "kept").await?;
+                        (d.uid() != kept.uid())
+                            .then_some(())
+                            .ok_or("Deployment kept was not created again".to_string())
+                    })
                 })
                 .await?;
             }

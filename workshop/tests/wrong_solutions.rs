@@ -174,19 +174,22 @@ async fn every_wrong_solution_fails_its_steps_check_on_the_behaviour_it_breaks()
             keep: false,
         };
         async move {
-            testcluster::steps::check(w.step, &target)
+            let started = std::time::Instant::now();
+            let report = testcluster::steps::check(w.step, &target)
                 .await
-                .expect("the check runs")
+                .expect("the check runs");
+            (report, started.elapsed())
         }
     }))
     .await;
 
     let mut missed = Vec::new();
-    for (wrong, report) in wrongs.iter().zip(&reports) {
+    for (wrong, (report, took)) in wrongs.iter().zip(&reports) {
         let caught = report.summary().contains(&wrong.expect);
         println!(
-            "{:<40} {}",
+            "{:<40} {:>4.0} s  {}",
             wrong.name,
+            took.as_secs_f64(),
             if caught {
                 format!("caught: {}", wrong.expect)
             } else {

@@ -155,33 +155,42 @@ pub(super) fn available(d: &Deployment) -> i32 {
 }
 
 /// Whether Foo `name` controls Deployment `deployment` with `want` replicas
-/// and reports them all available; `Err` says what is not there yet.
+/// and reports them all available; `Err` says what is not there yet, and
+/// whose turn it is: only Pods becoming available are the cluster's.
 pub(super) async fn converged(
     client: &Client,
     ns: &str,
     name: &str,
     deployment: &str,
     want: i32,
-) -> std::result::Result<(), String> {
+) -> std::result::Result<(), Pending> {
     let foo = foos(client, ns)
         .get_opt(name)
         .await
         .map_err(|e| e.to_string())?
         .ok_or(format!("there is no Foo {ns}/{name}"))?;
-    let d = get_deployment(client, ns, deployment).await?;
+    let d = get_deployment(client, ns, deployment)
+        .await
+        .map_err(Pending::Program)?;
     let owner = controller_of(&d).map(|r| r.uid.clone());
     if owner != foo.uid() {
-        return Err(format!(
+        return Err(Pending::Program(format!(
             "Deployment {deployment} is not controlled by Foo {name}"
-        ));
+        )));
     }
     let status = foo.status.as_ref().map(|s| s.available_replicas);
     if replicas(&d) != Some(want) || status != Some(want) {
-        return Err(format!(
+        let text = format!(
             "Deployment replicas {:?}, available {}; Foo status.availableReplicas {status:?}",
             replicas(&d),
             available(&d)
-        ));
+        );
+        let rolling_out = replicas(&d) == Some(want) && available(&d) != want;
+        return Err(if rolling_out {
+            Pending::Cluster(text)
+        } else {
+            Pending::Program(text)
+        });
     }
     Ok(())
 }

@@ -37,6 +37,52 @@ use crate::harness::{self, Process};
 /// How long a check waits for a line or a state before calling it failed.
 pub const WAIT: Duration = Duration::from_secs(60);
 
+/// How long what a check waits for may stay missing, unchanged, for a
+/// reason only the program can remove, before the check stops waiting:
+/// the program has shown what it does. Longer than any pause a correct
+/// step makes in a scenario (step 8's lagging watches hold events for 8 s).
+pub const QUIET: Duration = Duration::from_secs(20);
+
+/// Why a state a check waits for is not there yet, as its probe saw it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Pending {
+    /// Someone else's work may still bring it (a rollout, the garbage
+    /// collector, the API server): only [`WAIT`] ends the wait.
+    Cluster(String),
+    /// Everything the program needs to act on has happened; what is
+    /// missing is the program's to write. Unchanged for [`QUIET`], the
+    /// program will not write it.
+    Program(String),
+}
+
+impl Pending {
+    fn text(&self) -> &str {
+        match self {
+            Pending::Cluster(text) | Pending::Program(text) => text,
+        }
+    }
+}
+
+/// A probe's plain message: nothing says the program is the one to act.
+impl From<String> for Pending {
+    fn from(text: String) -> Self {
+        Pending::Cluster(text)
+    }
+}
+
+impl From<&str> for Pending {
+    fn from(text: &str) -> Self {
+        Pending::Cluster(text.to_string())
+    }
+}
+
+/// A probe each of whose `Err`s is the program's to fix ([`Pending::Program`]).
+async fn programs_turn<T>(
+    probe: impl Future<Output = std::result::Result<T, String>>,
+) -> std::result::Result<T, Pending> {
+    probe.await.map_err(Pending::Program)
+}
+
 /// What a check runs and where.
 #[derive(Clone)]
 pub struct Target {
@@ -529,29 +575,51 @@ impl Program {
     }
 
     /// [`until`] for a state the program must bring about: fails as soon as
-    /// the program has exited, saying how.
-    async fn until<T, F, Fut>(&mut self, expected: &str, wait: Duration, mut probe: F) -> Checked<T>
+    /// the program has exited, saying how, or once the probe has seen the
+    /// same [`Pending::Program`] for [`QUIET`] (a program that will not write
+    /// it costs 20 s, not [`WAIT`]). Other lines of its log do not count: a
+    /// program retrying another Foo is not working on this one.
+    async fn until<T, P, F, Fut>(
+        &mut self,
+        expected: &str,
+        wait: Duration,
+        mut probe: F,
+    ) -> Checked<T>
     where
         F: FnMut() -> Fut,
-        Fut: Future<Output = std::result::Result<T, String>>,
+        Fut: Future<Output = std::result::Result<T, P>>,
+        P: Into<Pending>,
     {
         let deadline = tokio::time::Instant::now() + wait;
+        // What the probe saw last, and since when.
+        let mut same: Option<(Pending, tokio::time::Instant)> = None;
         loop {
             let now = match probe().await {
                 Ok(value) => return Ok(value),
-                Err(now) => now,
+                Err(now) => now.into(),
             };
+            let at = tokio::time::Instant::now();
+            let since = match &same {
+                Some((seen, since)) if *seen == now => *since,
+                _ => at,
+            };
+            same = Some((now.clone(), since));
             if !self.process.is_running() {
                 // Read what it printed last (a panic, say) before explaining.
                 self.process.drain_for(Duration::from_millis(200)).await;
-                return Err(self.explain(expected.to_string(), format!("meanwhile {now}"), false));
+                let happened = format!("meanwhile {}", now.text());
+                return Err(self.explain(expected.to_string(), happened, false));
             }
-            if tokio::time::Instant::now() >= deadline {
-                return Err(self.explain(
-                    expected.to_string(),
-                    format!("after {wait:?}: {now}"),
-                    false,
-                ));
+            if matches!(now, Pending::Program(_)) && at - since >= QUIET {
+                let happened = format!(
+                    "unchanged for {QUIET:?}, and only the program could change it: {}",
+                    now.text()
+                );
+                return Err(self.explain(expected.to_string(), happened, false));
+            }
+            if at >= deadline {
+                let happened = format!("after {wait:?}: {}", now.text());
+                return Err(self.explain(expected.to_string(), happened, false));
             }
             self.process.drain_for(Duration::from_millis(200)).await;
         }
@@ -642,6 +710,82 @@ include!(concat!(env!("OUT_DIR"), "/checks.rs"));
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A program that runs and prints nothing.
+    fn silent_program() -> Program {
+        let args = ["600".to_string()];
+        let process = Process::start("sleep", std::path::Path::new("sleep"), &args, &[])
+            .unwrap()
+            .echo(false);
+        Program { process }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn what_only_the_program_can_write_fails_once_unchanged_for_the_quiet_not_the_whole_wait()
+    {
+        let mut p = silent_program();
+        let started = tokio::time::Instant::now();
+        let failed = p
+            .until("Deployment web created", WAIT, || async {
+                Err::<(), _>(Pending::Program("there is no Deployment web".into()))
+            })
+            .await
+            .unwrap_err();
+        let waited = started.elapsed();
+        assert!(
+            waited >= QUIET && waited < QUIET + Duration::from_secs(1),
+            "{waited:?}"
+        );
+        assert_eq!(failed.expected, "Deployment web created");
+        assert_eq!(
+            failed.happened,
+            "unchanged for 20s, and only the program could change it: there is no Deployment web"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_state_the_cluster_is_still_bringing_about_is_waited_for_until_the_deadline() {
+        let mut p = silent_program();
+        let started = tokio::time::Instant::now();
+        let wait = Duration::from_secs(45);
+        let failed = p
+            .until("2 available", wait, || async {
+                Err::<(), _>(Pending::Cluster("1 available".into()))
+            })
+            .await
+            .unwrap_err();
+        assert!(started.elapsed() >= wait, "{:?}", started.elapsed());
+        assert_eq!(failed.happened, "after 45s: 1 available");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_quiet_is_counted_from_the_last_change_the_probe_saw() {
+        let mut p = silent_program();
+        let started = tokio::time::Instant::now();
+        let failed = p
+            .until("replicas 2", WAIT, || async move {
+                let replicas = if started.elapsed() < Duration::from_secs(15) {
+                    5
+                } else {
+                    3
+                };
+                Err::<(), _>(Pending::Program(format!("replicas {replicas}")))
+            })
+            .await
+            .unwrap_err();
+        let waited = started.elapsed();
+        let quiet_after_the_change = Duration::from_secs(15) + QUIET;
+        assert!(
+            waited >= quiet_after_the_change
+                && waited < quiet_after_the_change + Duration::from_secs(1),
+            "{waited:?}"
+        );
+        assert!(
+            failed.happened.ends_with(": replicas 3"),
+            "{}",
+            failed.happened
+        );
+    }
 
     #[test]
     fn an_expected_part_is_found_only_as_whole_words() {
