@@ -39,7 +39,13 @@ async fn step_2(mut s: Scenario<'_>) -> Vec<Line> {
                 // empty however fast the API server and the machine are.
                 let (proxy, slow) = behind_proxy(target, &ns, slow_foos()).await?;
                 let mut p = Program::start(&slow, &ns, &[])?;
-                p.expect(&["Caches synced: 1 foos, 0 deployments"]).await?;
+                // Its first report, compared exactly: a report of an empty
+                // cache fails at once, showing what it said.
+                let wanted = "Caches synced: 1 foos, 0 deployments";
+                let synced = p.expect(&["Caches synced:"]).await?;
+                if !has_whole(&synced, wanted) {
+                    return Err(failure(format!("a line {wanted:?}"), synced));
+                }
                 p.expect(&[&ns, "cached-foo"]).await?;
                 Ok((p, ns, proxy))
             })

@@ -123,18 +123,26 @@ async fn step_3(mut s: Scenario<'_>) -> Vec<Line> {
         })
         .await?;
         s.check(STEP_3_REPLAY, async {
+            // The first replay (the same resourceVersion on both sides),
+            // then its decision, compared at once.
+            let updated = format!("Deployment updated {ns}/watched-nginx");
             let replay = p
                 .expect_where(
-                    "a replayed update of Deployment watched-nginx, ignored (same resourceVersion)",
+                    "a replayed update of Deployment watched-nginx (the same resourceVersion on both sides)",
                     |l| {
-                        l.contains(&format!("Deployment updated {ns}/watched-nginx"))
-                            && l.contains("ignored (same resourceVersion")
+                        l.contains(&updated)
+                            && resource_versions(l).is_some_and(|(old, new)| old == new)
                     },
                 )
                 .await?;
-            match resource_versions(&replay) {
-                Some((old, new)) if old == new => Ok(()),
-                _ => Err(failure("the same resourceVersion on both sides", replay)),
+            let decision = format!("-> {}", ignored(Ignored::ResyncReplay));
+            if has_whole(&replay, &decision) {
+                Ok(())
+            } else {
+                Err(failure(
+                    format!("a replayed update of Deployment watched-nginx {decision}"),
+                    replay,
+                ))
             }
         })
         .await?;
