@@ -170,6 +170,7 @@ async fn step_5(mut s: Scenario<'_>) -> Vec<Line> {
                 let mut p = Program::start(target, &ns, &[])?;
                 p.expect(&["Starting 2 workers"]).await?;
                 let foo = create_foo(&client, &ns, "web", "web-nginx", 2).await?;
+                p.about(&["web", "web-nginx"]);
                 let created = p
                     .until(
                         "Deployment web-nginx controlled by Foo web, 2 replicas",
@@ -209,6 +210,7 @@ async fn step_5(mut s: Scenario<'_>) -> Vec<Line> {
         )
         .await?;
         s.check(STEP_5_SCALES, async {
+            p.about(&["web", "web-nginx"]);
             merge(
                 &deployments(&client, &ns),
                 "web-nginx",

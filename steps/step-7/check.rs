@@ -80,6 +80,7 @@ async fn step_7_events(mut s: Scenario<'_>) -> Vec<Line> {
                 p.expect(&["Starting", "workers"]).await?;
                 create_foo(&client, &ns, "good", "good-nginx", 1).await?;
                 create_foo(&client, &ns, "blocked", "occupied", 1).await?;
+                p.about(&["good", "good-nginx"]);
                 p.until("a Normal Synced Event about Foo good", WAIT, || {
                     programs_turn(async {
                         let events = events_for(&client, &ns, "good").await?;
@@ -98,6 +99,7 @@ async fn step_7_events(mut s: Scenario<'_>) -> Vec<Line> {
             .await?;
         s.check(STEP_7_WARNING_EVENT, async {
             let want = r#"Resource "occupied" already exists and is not managed by Foo"#;
+            p.about(&["blocked", "occupied"]);
             p.until(
                 "a Warning ErrResourceExists Event about Foo blocked",
                 WAIT,
@@ -137,6 +139,7 @@ async fn step_7_events(mut s: Scenario<'_>) -> Vec<Line> {
         .await?;
         s.check(STEP_7_GARBAGE_COLLECTED, async {
             delete(&foos(&client, &ns), "good").await?;
+            p.about(&["good", "good-nginx"]);
             p.until(
                 "good-nginx deleted by the garbage collector",
                 WAIT,

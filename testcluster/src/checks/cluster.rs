@@ -299,6 +299,7 @@ pub(super) async fn refuses_foreign_deployment(
     foreign: &Deployment,
 ) -> Checked<()> {
     create_foo(client, ns, "squatter", "taken", 3).await?;
+    p.about(&["squatter", "taken"]);
     untouched_until_refused(p, client, ns, foreign, untouchable, 2).await
 }
 

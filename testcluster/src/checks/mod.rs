@@ -481,6 +481,8 @@ macro_rules! scenario {
 /// The program under check, running in one namespace.
 struct Program {
     process: Process,
+    /// The names the behaviour being checked is about ([`Program::about`]).
+    about: Vec<String>,
 }
 
 impl Program {
@@ -504,7 +506,17 @@ impl Program {
             .map_err(|e| failure("the program starts", format!("{e:#}")))?
             .with_wait(WAIT)
             .echo(target.echo);
-        Ok(Program { process })
+        Ok(Program {
+            process,
+            about: Vec::new(),
+        })
+    }
+
+    /// Names the objects the behaviours checked next are about (a Foo, its
+    /// Deployment): a failure shows the program's last lines that name one
+    /// of them, not the lines about some other Foo it is busy retrying.
+    fn about(&mut self, names: &[&str]) {
+        self.about = names.iter().map(|n| n.to_string()).collect();
     }
 
     /// Waits for a line containing every one of `parts` as whole words
@@ -549,18 +561,29 @@ impl Program {
         if !told_exit && !self.process.is_running() {
             happened.push_str("; it exited");
         }
-        // Its first panic (where and why), then its last lines.
+        // Its first panic (where and why), then its last lines: those about
+        // what the behaviour is about, if it printed any.
         let output = &self.process.output;
         let mut shown: Vec<usize> = Vec::new();
         if let Some(at) = output.iter().position(|l| l.contains("panicked at")) {
             shown.extend([at, at + 1]);
         }
-        shown.extend(output.len().saturating_sub(4)..output.len());
+        let names_one = |line: &str| self.about.iter().any(|name| has_whole(line, name));
+        let about: Vec<usize> = (0..output.len())
+            .filter(|&i| names_one(&output[i]))
+            .collect();
+        let printed = if about.is_empty() {
+            shown.extend(output.len().saturating_sub(4)..output.len());
+            ", it printed:".to_string()
+        } else {
+            shown.extend(about.iter().rev().take(4));
+            format!(", it printed about {}:", self.about.join(", "))
+        };
         shown.sort_unstable();
         shown.dedup();
         shown.retain(|i| *i < output.len() && !output[*i].trim().is_empty());
         if !shown.is_empty() {
-            happened.push_str(", it printed:");
+            happened.push_str(&printed);
             let mut last = None;
             for i in shown {
                 if last.is_some_and(|l: usize| i > l + 1) {
@@ -628,6 +651,8 @@ impl Program {
     /// Sends SIGTERM and expects an exit with status 0 within `within`.
     async fn stops_cleanly(&mut self, within: Duration) -> Checked<()> {
         let expected = format!("exits with status 0 within {within:?} of a SIGTERM");
+        // How it stops is about all it does: its last lines, whatever they name.
+        self.about.clear();
         let status: Result<ExitStatus> =
             match tokio::time::timeout(within, self.process.terminate()).await {
                 Ok(status) => status,
@@ -717,7 +742,10 @@ mod tests {
         let process = Process::start("sleep", std::path::Path::new("sleep"), &args, &[])
             .unwrap()
             .echo(false);
-        Program { process }
+        Program {
+            process,
+            about: Vec::new(),
+        }
     }
 
     #[tokio::test(start_paused = true)]
@@ -782,6 +810,37 @@ mod tests {
         );
         assert!(
             failed.happened.ends_with(": replicas 3"),
+            "{}",
+            failed.happened
+        );
+    }
+
+    #[tokio::test]
+    async fn a_failure_shows_the_last_lines_about_its_objects_not_another_foos_retries() {
+        let mut p = silent_program();
+        p.process.output = vec![
+            "creating Deployment ns/web-nginx".into(),
+            "Error syncing objectRef=ns/squatter error=taken".into(),
+            "Successfully synced objectRef=ns/web".into(),
+        ];
+        p.process
+            .output
+            .extend((0..4).map(|i| format!("Error syncing objectRef=ns/squatter {i}")));
+        p.about(&["web", "web-nginx"]);
+        let failed = p.explain("replicas 2".into(), "replicas Some(5)", false);
+        assert_eq!(
+            failed.happened,
+            "replicas Some(5), it printed about web, web-nginx:\n  \
+             creating Deployment ns/web-nginx\n  …\n  \
+             Successfully synced objectRef=ns/web"
+        );
+        // Nothing about them: its last lines, whatever they name.
+        p.about(&["gone"]);
+        let failed = p.explain("replicas 2".into(), "replicas Some(5)", false);
+        assert!(
+            failed.happened.starts_with(
+                "replicas Some(5), it printed:\n  Error syncing objectRef=ns/squatter 0"
+            ),
             "{}",
             failed.happened
         );
