@@ -558,11 +558,12 @@ impl Program {
     /// (`told_exit`: `err` already says that it exited).
     fn explain(&mut self, expected: String, err: impl fmt::Display, told_exit: bool) -> Failure {
         let mut happened = err.to_string();
-        if !told_exit && !self.process.is_running() {
+        let running = self.process.is_running();
+        if !told_exit && !running {
             happened.push_str("; it exited");
         }
-        // Its first panic (where and why), then its last lines: those about
-        // what the behaviour is about, if it printed any.
+        // Its first panic (where and why), then its last lines: while it
+        // runs, those about what the behaviour is about, if it printed any.
         let output = &self.process.output;
         let mut shown: Vec<usize> = Vec::new();
         if let Some(at) = output.iter().position(|l| l.contains("panicked at")) {
@@ -570,7 +571,7 @@ impl Program {
         }
         let names_one = |line: &str| self.about.iter().any(|name| has_whole(line, name));
         let about: Vec<usize> = (0..output.len())
-            .filter(|&i| names_one(&output[i]))
+            .filter(|&i| running && !told_exit && names_one(&output[i]))
             .collect();
         let printed = if about.is_empty() {
             shown.extend(output.len().saturating_sub(4)..output.len());
@@ -651,8 +652,6 @@ impl Program {
     /// Sends SIGTERM and expects an exit with status 0 within `within`.
     async fn stops_cleanly(&mut self, within: Duration) -> Checked<()> {
         let expected = format!("exits with status 0 within {within:?} of a SIGTERM");
-        // How it stops is about all it does: its last lines, whatever they name.
-        self.about.clear();
         let status: Result<ExitStatus> =
             match tokio::time::timeout(within, self.process.terminate()).await {
                 Ok(status) => status,
