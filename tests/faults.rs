@@ -194,54 +194,142 @@ fn debug_seconds(text: &str) -> Option<f64> {
     None
 }
 
-#[tokio::test]
-async fn fault_1_api_server_restart_both_steps_stay_up_and_converge_foos_created_meanwhile() {
-    // Its own control plane: stopping kube-apiserver would disturb the other
-    // faults. Step 8 and step 7 live through the same restart.
-    let (mut cp, client) = own_cluster(Options::default()).await;
+/// Both steps started on `cp`, each in a namespace of fault `fault`, with
+/// Foo `first` (Deployment `FIRST-nginx`) converged at 1; and their PIDs,
+/// to show neither restarts.
+async fn both_running(
+    cp: &ControlPlane,
+    client: &Client,
+    fault: u32,
+    first: &str,
+) -> (Vec<Scene>, Vec<(Step, Option<u16>)>, Vec<u32>) {
     let mut scenes = Vec::new();
     for bin in BOTH {
-        scenes.push(Scene::new(&client, 1, bin).await);
+        scenes.push(Scene::new(client, fault, bin).await);
     }
     let mut running = join_all(scenes.iter().map(|s| s.start(cp.kubeconfig_path()))).await;
-    let pids: Vec<u32> = running.iter().map(|(step, _)| step.pid()).collect();
+    let pids = running.iter().map(|(step, _)| step.pid()).collect();
     join_all(
         scenes
             .iter()
             .zip(running.iter_mut())
             .map(|(scene, (step, _))| async move {
-                create_foo(&scene.client, &scene.ns, "before", "before-nginx", Some(1)).await;
-                scene
-                    .until_converged(step, "before", "before-nginx", 1)
-                    .await;
+                let deployment = format!("{first}-nginx");
+                create_foo(&scene.client, &scene.ns, first, &deployment, Some(1)).await;
+                scene.until_converged(step, first, &deployment, 1).await;
             }),
     )
     .await;
+    (scenes, running, pids)
+}
 
-    cp.stop_apiserver().unwrap();
-    let down = Instant::now();
-    // Let the watches fail and back off while the API server is away.
-    join_all(
-        running
-            .iter_mut()
-            .map(|(step, _)| step.drain_for(Duration::from_secs(5))),
-    )
-    .await;
+/// Lets both steps run for `down` with `what` stopped: each stays up, and
+/// step 8's `/healthz` answers 200 meanwhile.
+async fn stay_up_while_down(
+    scenes: &[Scene],
+    running: &mut [(Step, Option<u16>)],
+    what: &str,
+    down: Duration,
+) {
+    join_all(running.iter_mut().map(|(step, _)| step.drain_for(down))).await;
     for (scene, (step, port)) in scenes.iter().zip(running.iter_mut()) {
         if let Some(port) = port {
             let alive_while_down = http_get(*port, "/healthz").await;
             assert_eq!(
                 alive_while_down.map(|(c, _)| c),
                 Some(200),
-                "step 8 /healthz"
+                "step 8 /healthz while {what} is down"
             );
         }
         assert!(
             step.is_running(),
-            "{} exited while the API server was down",
-            scene.bin.label()
+            "{} exited while {what} was down:\n{}",
+            scene.bin.label(),
+            step.output.join("\n")
         );
     }
+}
+
+/// Stops both steps after an outage: each must still be the process it was
+/// (same PID), exit 0 and have touched nothing else. Each one's label and
+/// output, and whether it served its probes (step 8).
+async fn stop_unrestarted(
+    scenes: &[Scene],
+    running: Vec<(Step, Option<u16>)>,
+    pids: Vec<u32>,
+) -> Vec<(&'static str, String, bool)> {
+    let mut stopped = Vec::new();
+    for ((scene, (mut step, port)), pid) in scenes.iter().zip(running).zip(pids) {
+        let label = scene.bin.label();
+        assert!(step.is_running(), "{label} must not restart");
+        assert_eq!(step.pid(), pid, "{label}");
+        let (status, output) = step.terminate().await;
+        assert!(status.success(), "{label}:\n{output}");
+        scene.assert_nothing_else_touched(&output).await;
+        stopped.push((label, output, port.is_some()));
+    }
+    stopped
+}
+
+/// What a report line says of `/healthz` during an outage.
+fn healthz_while_down(served: bool) -> &'static str {
+    if served {
+        ", /healthz 200 while down"
+    } else {
+        ""
+    }
+}
+
+/// After an outage, in both steps at once: Foos `created` (name, replicas;
+/// their Deployments `NAME-nginx`) are created and `before` is scaled to 3;
+/// waits until those, and the Foos `existing` already there, have
+/// converged. How long that took, per step.
+async fn converge_after(
+    scenes: &[Scene],
+    running: &mut [(Step, Option<u16>)],
+    created: &[(&str, i32)],
+    existing: &[(&str, i32)],
+) -> Vec<Duration> {
+    join_all(
+        scenes
+            .iter()
+            .zip(running.iter_mut())
+            .map(|(scene, (step, _))| async move {
+                let started = Instant::now();
+                for (name, replicas) in created {
+                    let deployment = format!("{name}-nginx");
+                    create_foo(&scene.client, &scene.ns, name, &deployment, Some(*replicas)).await;
+                }
+                scene.set_replicas("before", 3).await;
+                for (name, replicas) in existing.iter().chain(created).chain(&[("before", 3)]) {
+                    let deployment = format!("{name}-nginx");
+                    scene
+                        .until_converged(step, name, &deployment, *replicas)
+                        .await;
+                }
+                started.elapsed()
+            }),
+    )
+    .await
+}
+
+#[tokio::test]
+async fn fault_1_api_server_restart_both_steps_stay_up_and_converge_foos_created_meanwhile() {
+    // Its own control plane: stopping kube-apiserver would disturb the other
+    // faults. Step 8 and step 7 live through the same restart.
+    let (mut cp, client) = own_cluster(Options::default()).await;
+    let (mut scenes, mut running, pids) = both_running(&cp, &client, 1, "before").await;
+
+    cp.stop_apiserver().unwrap();
+    let down = Instant::now();
+    // Let the watches fail and back off while the API server is away.
+    stay_up_while_down(
+        &scenes,
+        &mut running,
+        "the API server",
+        Duration::from_secs(5),
+    )
+    .await;
     cp.start_apiserver().await.unwrap();
     let down_for = down.elapsed();
 
@@ -249,50 +337,29 @@ async fn fault_1_api_server_restart_both_steps_stay_up_and_converge_foos_created
     for scene in &mut scenes {
         scene.client = client.clone();
     }
-    let took = join_all(scenes.iter().zip(running.iter_mut()).map(
-        |(scene, (step, _))| async move {
-            let started = Instant::now();
-            let ns = &scene.ns;
-            create_foo(&scene.client, ns, "during-1", "during-1-nginx", Some(2)).await;
-            create_foo(&scene.client, ns, "during-2", "during-2-nginx", Some(1)).await;
-            scene.set_replicas("before", 3).await;
-            scene
-                .until_converged(step, "during-1", "during-1-nginx", 2)
-                .await;
-            scene
-                .until_converged(step, "during-2", "during-2-nginx", 1)
-                .await;
-            scene
-                .until_converged(step, "before", "before-nginx", 3)
-                .await;
-            started.elapsed()
-        },
-    ))
+    let took = converge_after(
+        &scenes,
+        &mut running,
+        &[("during-1", 2), ("during-2", 1)],
+        &[],
+    )
     .await;
 
-    let mut lines = Vec::new();
-    for (((scene, (mut step, port)), pid), took) in scenes.iter().zip(running).zip(pids).zip(took) {
-        let label = scene.bin.label();
-        assert!(step.is_running(), "{label} must not restart");
-        assert_eq!(step.pid(), pid, "{label}");
-        let (status, output) = step.terminate().await;
-        assert!(status.success(), "{label}:\n{output}");
-        scene.assert_nothing_else_touched(&output).await;
-        let healthz = if port.is_some() {
-            ", /healthz 200 while down"
-        } else {
-            ""
-        };
-        lines.push((
-            label,
-            format!(
+    let stopped = stop_unrestarted(&scenes, running, pids).await;
+    let lines: Vec<_> = stopped
+        .into_iter()
+        .zip(took)
+        .map(|((label, _, served), took)| {
+            let healthz = healthz_while_down(served);
+            let line = format!(
                 "kube-apiserver stopped for {:.1}s and restarted: stayed up (same PID{healthz}); \
                  2 Foos created and 1 scaled after the restart converged in {:.1}s",
                 down_for.as_secs_f64(),
                 took.as_secs_f64()
-            ),
-        ));
-    }
+            );
+            (label, line)
+        })
+        .collect();
     report_steps(1, &lines);
 }
 
@@ -1052,102 +1119,42 @@ impl Drop for Sightings {
 async fn fault_10_etcd_restart_under_a_running_api_server_both_steps_stay_up_and_converge() {
     // Its own control plane: without etcd, every other fault would stall.
     let (mut cp, client) = own_cluster(Options::default()).await;
-    let mut scenes = Vec::new();
-    for bin in BOTH {
-        scenes.push(Scene::new(&client, 10, bin).await);
+    let (scenes, mut running, pids) = both_running(&cp, &client, 10, "before").await;
+    // Created just before etcd stops: its sync may run into the outage.
+    for scene in &scenes {
+        create_foo(&scene.client, &scene.ns, "racing", "racing-nginx", Some(2)).await;
     }
-    let mut running = join_all(scenes.iter().map(|s| s.start(cp.kubeconfig_path()))).await;
-    let pids: Vec<u32> = running.iter().map(|(step, _)| step.pid()).collect();
-    join_all(
-        scenes
-            .iter()
-            .zip(running.iter_mut())
-            .map(|(scene, (step, _))| async move {
-                create_foo(&scene.client, &scene.ns, "before", "before-nginx", Some(1)).await;
-                scene
-                    .until_converged(step, "before", "before-nginx", 1)
-                    .await;
-                // Created just before etcd stops: its sync may run into the outage.
-                create_foo(&scene.client, &scene.ns, "racing", "racing-nginx", Some(2)).await;
-            }),
-    )
-    .await;
 
     cp.stop_etcd().unwrap();
     let down = Instant::now();
     // kube-apiserver stays up but cannot reach etcd: requests wait for it
     // (up to kube-apiserver's 60 s request timeout), watches bring nothing.
-    join_all(
-        running
-            .iter_mut()
-            .map(|(step, _)| step.drain_for(Duration::from_secs(8))),
-    )
-    .await;
-    for (scene, (step, port)) in scenes.iter().zip(running.iter_mut()) {
-        if let Some(port) = port {
-            let alive_while_down = http_get(*port, "/healthz").await;
-            assert_eq!(
-                alive_while_down.map(|(c, _)| c),
-                Some(200),
-                "step 8 /healthz while etcd is down"
-            );
-        }
-        assert!(
-            step.is_running(),
-            "{} exited while etcd was down:\n{}",
-            scene.bin.label(),
-            step.output.join("\n")
-        );
-    }
+    stay_up_while_down(&scenes, &mut running, "etcd", Duration::from_secs(8)).await;
     cp.start_etcd().await.unwrap();
     let down_for = down.elapsed();
 
-    let took = join_all(scenes.iter().zip(running.iter_mut()).map(
-        |(scene, (step, _))| async move {
-            let started = Instant::now();
-            let ns = &scene.ns;
-            create_foo(&scene.client, ns, "after", "after-nginx", Some(2)).await;
-            scene.set_replicas("before", 3).await;
-            scene
-                .until_converged(step, "racing", "racing-nginx", 2)
-                .await;
-            scene.until_converged(step, "after", "after-nginx", 2).await;
-            scene
-                .until_converged(step, "before", "before-nginx", 3)
-                .await;
-            started.elapsed()
-        },
-    ))
-    .await;
+    let took = converge_after(&scenes, &mut running, &[("after", 2)], &[("racing", 2)]).await;
 
-    let mut lines = Vec::new();
-    for (((scene, (mut step, port)), pid), took) in scenes.iter().zip(running).zip(pids).zip(took) {
-        let label = scene.bin.label();
-        assert!(step.is_running(), "{label} must not restart");
-        assert_eq!(step.pid(), pid, "{label}");
-        let (status, output) = step.terminate().await;
-        assert!(status.success(), "{label}:\n{output}");
-        scene.assert_nothing_else_touched(&output).await;
-        let failed = output
-            .lines()
-            .filter(|l| l.contains("Error syncing"))
-            .count();
-        let healthz = if port.is_some() {
-            ", /healthz 200 while down"
-        } else {
-            ""
-        };
-        lines.push((
-            label,
-            format!(
+    let stopped = stop_unrestarted(&scenes, running, pids).await;
+    let lines: Vec<_> = stopped
+        .into_iter()
+        .zip(took)
+        .map(|((label, output, served), took)| {
+            let healthz = healthz_while_down(served);
+            let failed = output
+                .lines()
+                .filter(|l| l.contains("Error syncing"))
+                .count();
+            let line = format!(
                 "etcd stopped for {:.1}s under a running kube-apiserver and restarted on the same data: \
                  stayed up (same PID{healthz}, {failed} failed syncs logged and retried); a Foo created \
                  just before the stop, 1 created and 1 scaled after the restart converged in {:.1}s",
                 down_for.as_secs_f64(),
                 took.as_secs_f64()
-            ),
-        ));
-    }
+            );
+            (label, line)
+        })
+        .collect();
     report_steps(10, &lines);
 }
 
@@ -1173,28 +1180,12 @@ async fn fault_11_a_crd_deleted_and_recreated_while_running_is_waited_for_and_ne
     let (cp, client) = own_cluster(Options::default()).await;
     // So that the Deployments of the Foos deleted with the CRD go at once.
     garbage_collector_watches_foos(&client).await;
-    let mut scenes = Vec::new();
-    for bin in BOTH {
-        scenes.push(Scene::new(&client, 11, bin).await);
-    }
-    let mut running = join_all(scenes.iter().map(|s| s.start(cp.kubeconfig_path()))).await;
-    let pids: Vec<u32> = running.iter().map(|(step, _)| step.pid()).collect();
+    let (scenes, mut running, pids) = both_running(&cp, &client, 11, "doomed").await;
+    // Its first list holds doomed-nginx: it sees every UID that name has from here on.
     let mut sightings = Vec::new();
     for scene in &scenes {
         sightings.push(Sightings::start(&client, &scene.ns).await);
     }
-    join_all(
-        scenes
-            .iter()
-            .zip(running.iter_mut())
-            .map(|(scene, (step, _))| async move {
-                create_foo(&scene.client, &scene.ns, "doomed", "doomed-nginx", Some(1)).await;
-                scene
-                    .until_converged(step, "doomed", "doomed-nginx", 1)
-                    .await;
-            }),
-    )
-    .await;
 
     delete_crd(&client).await;
     let deleted = Instant::now();
@@ -1267,20 +1258,11 @@ async fn fault_11_a_crd_deleted_and_recreated_while_running_is_waited_for_and_ne
     ))
     .await;
 
+    let stopped = stop_unrestarted(&scenes, running, pids).await;
     let mut lines = Vec::new();
-    for ((((scene, (mut step, port)), pid), took), sightings) in scenes
-        .iter()
-        .zip(running)
-        .zip(pids)
-        .zip(took)
-        .zip(&sightings)
+    for (((scene, (label, output, served)), took), sightings) in
+        scenes.iter().zip(stopped).zip(took).zip(&sightings)
     {
-        let label = scene.bin.label();
-        assert!(step.is_running(), "{label} must not restart");
-        assert_eq!(step.pid(), pid, "{label}");
-        let (status, output) = step.terminate().await;
-        assert!(status.success(), "{label}:\n{output}");
-        scene.assert_nothing_else_touched(&output).await;
         // The Foo died with its CRD: its Deployment must not come back.
         assert_eq!(
             sightings.uids("doomed-nginx").len(),
@@ -1297,7 +1279,7 @@ async fn fault_11_a_crd_deleted_and_recreated_while_running_is_waited_for_and_ne
             .lines()
             .filter(|l| l.contains("kubectl apply -f manifests/crd.yaml"))
             .count();
-        let probes = if port.is_some() {
+        let probes = if served {
             ", /healthz and /readyz 200"
         } else {
             ""
