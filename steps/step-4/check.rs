@@ -32,8 +32,10 @@ pub(super) const STEP_4_TWO_AT_MOST: Behaviour = Behaviour {
 pub(super) const STEP_4_EXCLUSIVE: &[Behaviour] = &[STEP_4_ONE_WORKER_PER_KEY, STEP_4_TWO_AT_MOST];
 
 /// The keys of the exclusive scenario: more than the 2 workers, so that
-/// running them all at once (no worker limit) shows.
-const EXCLUSIVE_KEYS: [&str; 4] = ["north", "east", "south", "west"];
+/// running them all at once (no worker limit) shows, and an odd number, so
+/// that keys dealt to the workers in turn (a queue per worker) land on the
+/// other worker in the next round and one key runs in both.
+const EXCLUSIVE_KEYS: [&str; 5] = ["north", "east", "south", "west", "centre"];
 
 pub(super) const STEP_4_BACKS_OFF: Behaviour = Behaviour {
     what: "retries a failing key with delays doubling from 5 ms, then succeeds",

@@ -70,12 +70,6 @@ impl From<String> for Pending {
     }
 }
 
-impl From<&str> for Pending {
-    fn from(text: &str) -> Self {
-        Pending::Cluster(text.to_string())
-    }
-}
-
 /// A probe each of whose `Err`s is the program's to fix ([`Pending::Program`]).
 async fn programs_turn<T>(
     probe: impl Future<Output = std::result::Result<T, String>>,
@@ -569,9 +563,10 @@ impl Program {
         if let Some(at) = output.iter().position(|l| l.contains("panicked at")) {
             shown.extend([at, at + 1]);
         }
+        let focused = running && !told_exit;
         let names_one = |line: &str| self.about.iter().any(|name| has_whole(line, name));
         let about: Vec<usize> = (0..output.len())
-            .filter(|&i| running && !told_exit && names_one(&output[i]))
+            .filter(|&i| focused && names_one(&output[i]))
             .collect();
         let printed = if about.is_empty() {
             shown.extend(output.len().saturating_sub(4)..output.len());
