@@ -4,8 +4,8 @@
 //! same state behind.
 //!
 //! Each scenario runs three times, once per controller, each in a fresh
-//! namespace, one controller at a time (each watches every namespace, as Go's
-//! does). After the operations the test waits until the state settles, then
+//! namespace of a control plane of its own (each watches every namespace, as
+//! Go's does), the three at once. After the operations the test waits until the state settles, then
 //! takes a normalised snapshot: Foos (spec, status), Deployments (labels,
 //! annotations, selector, replicas, template, owner references), and the
 //! Events about Foos (type, reason, message, object). UIDs, resourceVersions,
@@ -52,15 +52,18 @@ impl Implementation {
     }
 }
 
-/// The control plane of this test binary; scenarios lock it in turn.
-async fn cluster() -> &'static tokio::sync::Mutex<ControlPlane> {
-    static CP: tokio::sync::OnceCell<tokio::sync::Mutex<ControlPlane>> =
-        tokio::sync::OnceCell::const_new();
-    CP.get_or_init(|| async {
-        let (cp, _client) = support::own_cluster(Options::default()).await;
-        tokio::sync::Mutex::new(cp)
-    })
-    .await
+/// The control plane `implementation` runs on. Each controller watches every
+/// namespace (as Go's does), so two never share a control plane; with one
+/// each, the three runs of a scenario go at once. Scenarios lock it in turn.
+async fn cluster(implementation: Implementation) -> &'static tokio::sync::Mutex<ControlPlane> {
+    static CPS: [tokio::sync::OnceCell<tokio::sync::Mutex<ControlPlane>>; 3] =
+        [const { tokio::sync::OnceCell::const_new() }; 3];
+    CPS[implementation as usize]
+        .get_or_init(|| async {
+            let (cp, _client) = support::own_cluster(Options::default()).await;
+            tokio::sync::Mutex::new(cp)
+        })
+        .await
 }
 
 /// The Go sample-controller binary (built into the cache if missing).
@@ -92,7 +95,11 @@ enum Scenario {
 /// Runs `scenario` with each controller and compares each Rust snapshot with Go's.
 async fn check(scenario: Scenario) {
     let allowed = allowlist();
-    let go = run(scenario, Implementation::Go).await;
+    let (go, step_7, step_8) = futures::join!(
+        run(scenario, Implementation::Go),
+        run(scenario, Implementation::Step7),
+        run(scenario, Implementation::Step8),
+    );
     let count = |v: &Value| {
         v.as_object()
             .map_or_else(|| v.as_array().map_or(0, Vec::len), |o| o.len())
@@ -104,8 +111,10 @@ async fn check(scenario: Scenario) {
         count(&go.events)
     );
     let mut differences = Vec::new();
-    for implementation in [Implementation::Step7, Implementation::Step8] {
-        let rust = run(scenario, implementation).await;
+    for (implementation, rust) in [
+        (Implementation::Step7, step_7),
+        (Implementation::Step8, step_8),
+    ] {
         for (aspect, go_part, rust_part) in [
             ("foos", &go.foos, &rust.foos),
             ("deployments", &go.deployments, &rust.deployments),
@@ -160,9 +169,9 @@ struct Snapshot {
     events: Value,
 }
 
-/// One scenario with one controller, on the shared control plane.
+/// One scenario with one controller, on its control plane.
 async fn run(scenario: Scenario, implementation: Implementation) -> Snapshot {
-    let mut cp = cluster().await.lock().await;
+    let mut cp = cluster(implementation).await.lock().await;
     let client = cp.client().await.expect("client");
     let ns = format!(
         "parity-{}-{}",

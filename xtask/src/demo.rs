@@ -38,7 +38,7 @@ pub async fn demo() -> Result<()> {
                 "==> No reachable cluster in your kubeconfig: starting the local control plane"
             );
             println!(
-                "    (the first run builds it from Go modules: 15-20 minutes on 2 cores, once)"
+                "    (the first run builds it from Go modules: about 8 minutes on 2 cores, once)"
             );
             let cp = ControlPlane::start(Options::default()).await?;
             let client = cp.client().await?;

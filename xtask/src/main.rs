@@ -89,7 +89,7 @@ enum Command {
     /// Only the parity tests: Go sample-controller, Rust step 7 and step 8, same scenarios, same end state.
     Parity,
     /// Only the check of every step against the oldest Kubernetes the course claims
-    /// (versions.toml's `oldest_kubernetes`; its servers are built once, ~15 minutes on 2 cores).
+    /// (versions.toml's `oldest_kubernetes`; its servers are built once, ~4.5 minutes on 2 cores).
     Oldest,
     /// Only the fault suite (tests/faults.rs): steps 7 and 8 on the local control plane while things
     /// go wrong; prints one line per fault with what was checked.
@@ -271,7 +271,7 @@ fn debug_dir() -> PathBuf {
 async fn test() -> Result<()> {
     setup::ensure_test_prerequisites()?;
     println!(
-        "==> Control-plane binaries (built once into ~/.cache/sample-controller-rs; a first build takes 15-20 minutes on 2 cores)"
+        "==> Control-plane binaries (built once into ~/.cache/sample-controller-rs; a first build takes about 8 minutes on 2 cores)"
     );
     build(&[])?;
     println!(

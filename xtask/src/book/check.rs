@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
-use super::tools::{MDBOOK, MDBOOK_LINKCHECK2, MDBOOK_MERMAID, build, require_tools};
+use super::tools::{MDBOOK, MDBOOK_MERMAID, build, require_tools};
 use super::{book_dir, rel};
 
 // ---------------------------------------------------------------------------
@@ -46,25 +46,25 @@ pub fn check() -> Result<()> {
     failures.extend(crate::gosource::check(&pages)?);
 
     println!("==> book check: tools");
-    let tools = require_tools(&[MDBOOK, MDBOOK_MERMAID, MDBOOK_LINKCHECK2], true)
+    let tools = require_tools(&[MDBOOK, MDBOOK_MERMAID], true)
         .and_then(|()| crate::preprocess::check_preprocessor(&book));
     if let Err(err) = tools {
         failures.push(format!("{err:#}"));
         return fail(&failures);
     }
 
-    println!("==> book check: mdbook build (html and linkcheck2)");
+    println!("==> book check: mdbook build");
     if let Err(err) = build() {
         failures.push(format!("{err:#}"));
         return fail(&failures);
     }
 
     println!("==> book check: links and anchors in the rendered HTML");
-    failures.extend(check_rendered_links(&book.join("book/html"))?);
+    failures.extend(check_rendered_links(&book.join("book"))?);
 
     println!("==> book check: every page in headless Chromium (diagrams, console, Go panes)");
     failures.extend(crate::chromium::check_pages(
-        &book.join("book/html"),
+        &book.join("book"),
         &crate::repo_root().join("target/book-screenshots"),
     )?);
     fail(&failures)?;

@@ -8,7 +8,7 @@ use anyhow::{Result, bail};
 use super::book_dir;
 
 use crate::setup::BookTool;
-pub(super) use crate::setup::{MDBOOK, MDBOOK_LINKCHECK2, MDBOOK_MERMAID};
+pub(super) use crate::setup::{MDBOOK, MDBOOK_MERMAID};
 
 // ---------------------------------------------------------------------------
 // build
@@ -18,7 +18,7 @@ pub(super) fn build() -> Result<()> {
     // Regenerates mermaid.min.js and mermaid-init.js (gitignored build tooling).
     crate::run_tool(Command::new("mdbook-mermaid").arg("install").arg(&book))?;
     crate::run_tool(Command::new("mdbook").arg("build").arg(&book))?;
-    println!("Built {}", book.join("book/html/index.html").display());
+    println!("Built {}", book.join("book/index.html").display());
     Ok(())
 }
 

@@ -23,7 +23,7 @@ mod versions;
 pub enum PreprocessCommand {
     /// mdBook asks whether the preprocessor supports a renderer: yes, every one.
     Supports {
-        /// The renderer's name (html, linkcheck2, …).
+        /// The renderer's name (html, …).
         renderer: String,
     },
 }
