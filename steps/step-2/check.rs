@@ -42,7 +42,7 @@ async fn step_2(mut s: Scenario<'_>) -> Vec<Line> {
                 // Its first report, compared exactly: a report of an empty
                 // cache fails at once, showing what it said.
                 let wanted = "Caches synced: 1 foos, 0 deployments";
-                let synced = p.expect(&["Caches synced:"]).await?;
+                let synced = p.started(&["Caches synced:"]).await?;
                 if !has_whole(&synced, wanted) {
                     return Err(failure(format!("a line {wanted:?}"), synced));
                 }

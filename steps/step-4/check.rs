@@ -32,9 +32,7 @@ pub(super) const STEP_4_TWO_AT_MOST: Behaviour = Behaviour {
 pub(super) const STEP_4_EXCLUSIVE: &[Behaviour] = &[STEP_4_ONE_WORKER_PER_KEY, STEP_4_TWO_AT_MOST];
 
 /// The keys of the exclusive scenario: more than the 2 workers, so that
-/// running them all at once (no worker limit) shows, and an odd number, so
-/// that keys dealt to the workers in turn (a queue per worker) land on the
-/// other worker in the next round and one key runs in both.
+/// running them all at once (no worker limit) shows.
 const EXCLUSIVE_KEYS: [&str; 5] = ["north", "east", "south", "west", "centre"];
 
 pub(super) const STEP_4_BACKS_OFF: Behaviour = Behaviour {
@@ -71,7 +69,7 @@ async fn step_4_burst(mut s: Scenario<'_>) -> Vec<Line> {
         s.check(STEP_4_COLLAPSES, async {
             let ns = namespace(&client, "step4burst").await?;
             let mut p = Program::start(target, &ns, &["--sync-millis", "3000"])?;
-            p.expect(&["Starting 2 workers"]).await?;
+            p.started(&["Starting 2 workers"]).await?;
             create_foo(&client, &ns, "busy", "busy", 1).await?;
             let key = format!("{ns}/busy");
             p.expect(&[&format!("sync {key} start attempt 1")]).await?;
@@ -85,7 +83,17 @@ async fn step_4_burst(mut s: Scenario<'_>) -> Vec<Line> {
                 .await?;
             }
             p.expect(&[&format!("sync {key} done attempt 1")]).await?;
-            p.expect(&[&format!("sync {key} start attempt 2")]).await?;
+            // A second sync started during the first is another mistake (two
+            // workers on one key): say so, rather than wait for a start that
+            // has gone by.
+            let second = format!("sync {key} start attempt 2");
+            if let Some(early) = p.output().iter().find(|l| has_whole(l, &second)) {
+                return Err(failure(
+                    format!("{second:?} after the first sync is done"),
+                    format!("it started during the first sync: {early}"),
+                ));
+            }
+            p.expect(&[&second]).await?;
             p.expect(&[&format!("sync {key} done attempt 2")]).await?;
             p.process.drain_for(Duration::from_secs(4)).await;
             let starts = p
@@ -115,11 +123,36 @@ async fn step_4_exclusive(mut s: Scenario<'_>) -> Vec<Line> {
             .check(STEP_4_ONE_WORKER_PER_KEY, async {
                 let ns = namespace(&client, "step4excl").await?;
                 let mut p = Program::start(target, &ns, &["--sync-millis", "400"])?;
-                p.expect(&["Starting 2 workers"]).await?;
+                p.started(&["Starting 2 workers"]).await?;
                 let foos = foos(&client, &ns);
                 for name in EXCLUSIVE_KEYS {
                     create_foo(&client, &ns, name, name, 1).await?;
                 }
+                for name in EXCLUSIVE_KEYS {
+                    // In whatever order the workers finish them.
+                    let done = format!("sync {ns}/{name} done attempt 1");
+                    if !p.output().iter().any(|l| has_whole(l, &done)) {
+                        p.expect(&[&done]).await?;
+                    }
+                }
+                // With every worker idle: a change, and a second one while
+                // its sync runs, which must wait for it (a second worker
+                // handed the key would start at once).
+                let first = EXCLUSIVE_KEYS[0];
+                merge(
+                    &foos,
+                    first,
+                    json!({"metadata": {"labels": {"again": "1"}}}),
+                )
+                .await?;
+                p.expect(&[&format!("sync {ns}/{first} start attempt 2")])
+                    .await?;
+                merge(
+                    &foos,
+                    first,
+                    json!({"metadata": {"labels": {"again": "2"}}}),
+                )
+                .await?;
                 for i in 0..10 {
                     for name in EXCLUSIVE_KEYS {
                         merge(
@@ -192,7 +225,7 @@ async fn step_4_retry(mut s: Scenario<'_>) -> Vec<Line> {
             .check(STEP_4_BACKS_OFF, async {
                 let ns = namespace(&client, "step4retry").await?;
                 let mut p = Program::start(target, &ns, &["--fail-first", "5"])?;
-                p.expect(&["Starting 2 workers"]).await?;
+                p.started(&["Starting 2 workers"]).await?;
                 create_foo(&client, &ns, "flaky", "flaky", 1).await?;
                 let key = format!("{ns}/flaky");
                 p.expect(&[&format!("sync {key} done attempt 6")]).await?;

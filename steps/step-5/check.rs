@@ -56,7 +56,7 @@ async fn step_5_nameless(mut s: Scenario<'_>) -> Vec<Line> {
         s.check(STEP_5_EMPTY_NAME, async {
             let ns = namespace(&client, "step5nameless").await?;
             let mut p = Program::start(target, &ns, &[])?;
-            p.expect(&["Starting 2 workers"]).await?;
+            p.started(&["Starting 2 workers"]).await?;
             create_foo(&client, &ns, "nameless", "", 1).await?;
             // The workers' verdict on the key (src/workqueue.rs logs one or
             // the other): Go's syncHandler returns nil, so no retry.
@@ -114,7 +114,7 @@ async fn step_5_countless(mut s: Scenario<'_>) -> Vec<Line> {
         s.check(STEP_5_NO_COUNT, async {
             let ns = namespace(&client, "step5countless").await?;
             let mut p = Program::start(target, &ns, &[])?;
-            p.expect(&["Starting 2 workers"]).await?;
+            p.started(&["Starting 2 workers"]).await?;
             harness::create_foo::<Foo>(&client, &ns, "countless", "countless-nginx", None)
                 .await
                 .map_err(|e| {
@@ -168,7 +168,7 @@ async fn step_5(mut s: Scenario<'_>) -> Vec<Line> {
                 let ns = namespace(&client, "step5").await?;
                 let foreign = settled_foreign_deployment(&client, &ns).await?;
                 let mut p = Program::start(target, &ns, &[])?;
-                p.expect(&["Starting 2 workers"]).await?;
+                p.started(&["Starting 2 workers"]).await?;
                 let foo = create_foo(&client, &ns, "web", "web-nginx", 2).await?;
                 p.about(&["web", "web-nginx"]);
                 let created = p

@@ -81,7 +81,7 @@ async fn step_6(mut s: Scenario<'_>) -> Vec<Line> {
             .check(STEP_6_STATUS, async {
                 let ns = namespace(&client, "step6").await?;
                 let mut p = Program::start(target, &ns, &[])?;
-                p.expect(&["Starting 2 workers"]).await?;
+                p.started(&["Starting 2 workers"]).await?;
                 create_foo(&client, &ns, "status", "status-nginx", 2).await?;
                 p.until(
                     "2 available in the Deployment and in the Foo's status",
@@ -141,7 +141,7 @@ async fn step_6_quota(mut s: Scenario<'_>) -> Vec<Line> {
                 .await
                 .map_err(|e| failure("a quota of one Pod", e.to_string()))?;
             let mut p = Program::start(target, &ns, &[])?;
-            p.expect(&["Starting 2 workers"]).await?;
+            p.started(&["Starting 2 workers"]).await?;
             create_foo(&client, &ns, "quota", "quota-nginx", 3).await?;
             p.until(
                 "1 available in the Deployment and in the Foo's status",

@@ -77,7 +77,7 @@ async fn step_7_events(mut s: Scenario<'_>) -> Vec<Line> {
                 // Ready: the reference logs `Starting workers workers=2`
                 // (Go's klog line), its starter prints step 6's `Starting 2
                 // workers`; this waits for either, and checks nothing else.
-                p.expect(&["Starting", "workers"]).await?;
+                p.started(&["Starting", "workers"]).await?;
                 create_foo(&client, &ns, "good", "good-nginx", 1).await?;
                 create_foo(&client, &ns, "blocked", "occupied", 1).await?;
                 p.about(&["good", "good-nginx"]);
@@ -186,7 +186,7 @@ async fn step_7_writes(mut s: Scenario<'_>) -> Vec<Line> {
                 // Ready: the reference logs `Starting workers workers=2`
                 // (Go's klog line), its starter prints step 6's `Starting 2
                 // workers`; this waits for either, and checks nothing else.
-                p.expect(&["Starting", "workers"]).await?;
+                p.started(&["Starting", "workers"]).await?;
                 create_foo(&client, &ns, "literal", "literal", 1).await?;
                 p.until("Foo literal converged at 1", WAIT, || {
                     converged(&client, &ns, "literal", "literal", 1)

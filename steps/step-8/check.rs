@@ -94,7 +94,7 @@ async fn step_8_apply(mut s: Scenario<'_>) -> Vec<Line> {
             .check(STEP_8_CONVERGES, async {
                 let ns = namespace(&client, "step8").await?;
                 let mut p = Program::start(target, &ns, &[])?;
-                p.expect(&["Starting workers"]).await?;
+                p.started(&["Starting workers"]).await?;
                 create_foo(&client, &ns, "applied", "applied", 1).await?;
                 p.until("Foo applied converged at 1", WAIT, || {
                     converged(&client, &ns, "applied", "applied", 1)
@@ -314,7 +314,7 @@ async fn step_8_restarts(mut s: Scenario<'_>) -> Vec<Line> {
             for round in 1..=5 {
                 let mut p = Program::start(target, &ns, &[])?;
                 p.process = p.process.with_wait(Duration::from_secs(20));
-                p.expect(&["Starting workers"])
+                p.started(&["Starting workers"])
                     .await
                     .map_err(|f| failure(format!("round {round}: {}", f.expected), f.happened))?;
                 p.stops_cleanly(Duration::from_secs(10))
@@ -356,7 +356,7 @@ async fn behind_a_lag(
     });
     let (proxy, behind) = behind_proxy(target, ns, rule).await?;
     let mut p = Program::start(&behind, ns, &[])?;
-    p.expect(&["Starting", "workers"]).await?;
+    p.started(&["Starting", "workers"]).await?;
     Ok((proxy, p))
 }
 

@@ -72,7 +72,7 @@ where
 }
 
 /// Why [`Process::expect_where`] found no line: the process exited first,
-/// or the wait ran out while it still ran.
+/// fell silent, or the wait ran out while it still ran.
 #[derive(Debug)]
 pub struct NoLine {
     /// The process's name.
@@ -83,6 +83,9 @@ pub struct NoLine {
     pub exited: bool,
     /// How long it was waited for.
     pub wait: Duration,
+    /// Whether the wait ended because the process printed nothing at all
+    /// for `wait` ([`Process::expect_unless_silent`]).
+    pub silent: bool,
 }
 
 impl fmt::Display for NoLine {
@@ -92,6 +95,8 @@ impl fmt::Display for NoLine {
         } = self;
         if self.exited {
             write!(f, "{name} exited before printing {what:?}")
+        } else if self.silent {
+            write!(f, "{name} printed nothing for {wait:?}, and not {what:?}")
         } else {
             write!(f, "{name} did not print {what:?} within {wait:?}")
         }
@@ -184,34 +189,42 @@ impl Process {
         what: &str,
         matches: impl Fn(&str) -> bool,
     ) -> Result<String> {
+        self.expect_unless_silent(what, self.wait, matches).await
+    }
+
+    /// [`Process::expect_where`] for a line the process owes at once (an
+    /// answer to what was just done to it): also gives up once it has
+    /// printed nothing at all for `silence`, since a process that has fallen
+    /// silent has shown what it does. One still printing is waited for as
+    /// long as ever.
+    pub async fn expect_unless_silent(
+        &mut self,
+        what: &str,
+        silence: Duration,
+        matches: impl Fn(&str) -> bool,
+    ) -> Result<String> {
         let deadline = tokio::time::Instant::now() + self.wait;
         loop {
-            match tokio::time::timeout_at(deadline, self.lines.recv()).await {
+            let until = deadline.min(tokio::time::Instant::now() + silence);
+            let (exited, silent) = match tokio::time::timeout_at(until, self.lines.recv()).await {
                 Ok(Some(line)) => {
                     self.take(line.clone());
                     if matches(&line) {
                         return Ok(line);
                     }
+                    continue;
                 }
-                Ok(None) => {
-                    return Err(NoLine {
-                        name: self.name.clone(),
-                        what: what.to_string(),
-                        exited: true,
-                        wait: self.wait,
-                    }
-                    .into());
-                }
-                Err(_) => {
-                    return Err(NoLine {
-                        name: self.name.clone(),
-                        what: what.to_string(),
-                        exited: false,
-                        wait: self.wait,
-                    }
-                    .into());
-                }
+                Ok(None) => (true, false),
+                Err(_) => (false, tokio::time::Instant::now() < deadline),
+            };
+            return Err(NoLine {
+                name: self.name.clone(),
+                what: what.to_string(),
+                exited,
+                wait: if silent { silence } else { self.wait },
+                silent,
             }
+            .into());
         }
     }
 

@@ -399,7 +399,7 @@ pub(super) async fn foreign_untouched(mut s: Scenario<'_>, behaviour: Behaviour)
             let ns = namespace(&client, "foreign").await?;
             let foreign = settled_foreign_deployment(&client, &ns).await?;
             let mut p = Program::start(target, &ns, &[])?;
-            p.expect(&["Starting", "workers"]).await?;
+            p.started(&["Starting", "workers"]).await?;
             refuses_foreign_deployment(&mut p, &client, &ns, &foreign).await?;
             p.stops_cleanly(Duration::from_secs(10)).await
         })

@@ -515,37 +515,53 @@ impl Program {
 
     /// Waits for a line containing every one of `parts` as whole words
     /// ([`has_whole`]): `attempt 1` is not found in `attempt 12`, nor
-    /// `ns/foo` in `ns/foo-2`.
+    /// `ns/foo` in `ns/foo-2`. Like [`Program::expect_where`], it gives up
+    /// once the program has printed nothing for [`QUIET`].
     async fn expect(&mut self, parts: &[&str]) -> Checked<String> {
-        let wanted = format!("a line containing {}", quoted(parts));
-        let found = self
-            .process
-            .expect_where(&parts.join(" … "), |line| {
-                parts.iter().all(|part| has_whole(line, part))
-            })
-            .await;
-        match found {
-            Ok(line) => Ok(line),
-            Err(e) => {
-                let exited = exited_first(&e);
-                Err(self.explain(wanted, e, exited))
-            }
-        }
+        self.expect_parts(parts, QUIET).await
     }
 
-    /// Waits for a line matching `matches` (described by `what`).
+    /// Waits for the line that says the program is running (its caches
+    /// synced, its workers started) as [`Program::expect`] does, but for
+    /// the whole [`WAIT`] however long it is silent: syncing caches on a
+    /// loaded machine prints nothing for a while.
+    async fn started(&mut self, parts: &[&str]) -> Checked<String> {
+        self.expect_parts(parts, WAIT).await
+    }
+
+    /// A line containing every one of `parts`, giving up after `silence`.
+    async fn expect_parts(&mut self, parts: &[&str], silence: Duration) -> Checked<String> {
+        let wanted = format!("a line containing {}", quoted(parts));
+        let matches = |line: &str| parts.iter().all(|part| has_whole(line, part));
+        let found = self
+            .process
+            .expect_unless_silent(&parts.join(" … "), silence, matches)
+            .await;
+        found.map_err(|e| {
+            let exited = exited_first(&e);
+            self.explain(wanted, e, exited)
+        })
+    }
+
+    /// Waits for a line matching `matches` (described by `what`). Once the
+    /// program runs, every line a check expects answers what the check just
+    /// did, so a program that has printed nothing for [`QUIET`] has shown
+    /// what it does: that fails then, not after [`WAIT`]. One still printing
+    /// (retrying, syncing the same key again and again) is waited for until
+    /// [`WAIT`].
     async fn expect_where(
         &mut self,
         what: &str,
         matches: impl Fn(&str) -> bool,
     ) -> Checked<String> {
-        match self.process.expect_where(what, matches).await {
-            Ok(line) => Ok(line),
-            Err(e) => {
-                let exited = exited_first(&e);
-                Err(self.explain(what.to_string(), e, exited))
-            }
-        }
+        let found = self
+            .process
+            .expect_unless_silent(what, QUIET, matches)
+            .await;
+        found.map_err(|e| {
+            let exited = exited_first(&e);
+            self.explain(what.to_string(), e, exited)
+        })
     }
 
     /// A failure of `expected`, saying how the program fared meanwhile
@@ -762,6 +778,23 @@ mod tests {
         assert_eq!(
             failed.happened,
             "unchanged for 20s, and only the program could change it: there is no Deployment web"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_expected_line_fails_once_the_program_has_been_silent_for_the_quiet() {
+        let mut p = silent_program();
+        let started = tokio::time::Instant::now();
+        let failed = p.expect(&["Starting 2 workers"]).await.unwrap_err();
+        let waited = started.elapsed();
+        assert!(
+            waited >= QUIET && waited < QUIET + Duration::from_secs(1),
+            "{waited:?}"
+        );
+        assert_eq!(failed.expected, "a line containing \"Starting 2 workers\"");
+        assert_eq!(
+            failed.happened,
+            "sleep printed nothing for 20s, and not \"Starting 2 workers\""
         );
     }
 
