@@ -5,15 +5,15 @@
 //!
 //! Each scenario runs three times, once per controller, each in a fresh
 //! namespace of a control plane of its own (each watches every namespace, as
-//! Go's does), the three at once. After the operations the test waits until the state settles, then
-//! takes a normalised snapshot: Foos (spec, status), Deployments (labels,
-//! annotations, selector, replicas, template, owner references), and the
-//! Events about Foos (type, reason, message, object). UIDs, resourceVersions,
-//! timestamps, managedFields, kube-controller-manager's revision annotation,
-//! event counts and the Event API version (Go writes core/v1, kube writes
-//! events.k8s.io/v1) are normalised away. Step 7's snapshot must equal Go's in
-//! every scenario; step 8's too, except where `tests/parity-allowlist.txt`
-//! says why not.
+//! Go's does), the three at once. After the operations the test waits until
+//! the state settles, then takes a normalised snapshot: Foos (spec, status),
+//! Deployments (labels, annotations, selector, replicas, template, owner
+//! references), and the Events about Foos (type, reason, message, object).
+//! UIDs, resourceVersions, timestamps, managedFields, kube-controller-manager's
+//! revision annotation, event counts and the Event API version (Go writes
+//! core/v1, kube writes events.k8s.io/v1) are normalised away. Step 7's
+//! snapshot must equal Go's in every scenario; step 8's too, except where
+//! `tests/parity-allowlist.txt` says why not.
 //!
 //! Run alone with `cargo xtask parity`.
 

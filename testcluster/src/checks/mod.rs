@@ -533,14 +533,8 @@ impl Program {
     async fn expect_parts(&mut self, parts: &[&str], silence: Duration) -> Checked<String> {
         let wanted = format!("a line containing {}", quoted(parts));
         let matches = |line: &str| parts.iter().all(|part| has_whole(line, part));
-        let found = self
-            .process
-            .expect_unless_silent(&parts.join(" … "), silence, matches)
-            .await;
-        found.map_err(|e| {
-            let exited = exited_first(&e);
-            self.explain(wanted, e, exited)
-        })
+        self.expect_within(&parts.join(" … "), wanted, silence, matches)
+            .await
     }
 
     /// Waits for a line matching `matches` (described by `what`). Once the
@@ -554,13 +548,26 @@ impl Program {
         what: &str,
         matches: impl Fn(&str) -> bool,
     ) -> Checked<String> {
+        self.expect_within(what, what.to_string(), QUIET, matches)
+            .await
+    }
+
+    /// A line matching `matches` (`what` in the process's error), giving up
+    /// after `silence`; a failure of `expected` that shows what it printed.
+    async fn expect_within(
+        &mut self,
+        what: &str,
+        expected: String,
+        silence: Duration,
+        matches: impl Fn(&str) -> bool,
+    ) -> Checked<String> {
         let found = self
             .process
-            .expect_unless_silent(what, QUIET, matches)
+            .expect_unless_silent(what, silence, matches)
             .await;
         found.map_err(|e| {
             let exited = exited_first(&e);
-            self.explain(what.to_string(), e, exited)
+            self.explain(expected, e, exited)
         })
     }
 
