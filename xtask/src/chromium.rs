@@ -14,7 +14,9 @@
 //! * a mermaid diagram of the page is not an `<svg>` in the DOM afterwards,
 //!   or mermaid drew its error diagram;
 //! * its code blocks were not highlighted, or a Go pane (`{{#go}}`) has no
-//!   highlighted Go code or no license notice.
+//!   highlighted Go code or no license notice;
+//! * its language picker (book/theme/editions.js) is missing or links a page
+//!   that was not built.
 //!
 //! A page with Go panes is rendered a second time with the Go tabs shown,
 //! scrolled to its first excerpt (`<page>.html?gosource=go#<id>` in a
@@ -301,6 +303,7 @@ fn judge(rendered: &Rendered) -> Result<(String, Vec<String>)> {
     }
     let tabs = dom.matches("<div class=\"gosource-tabs\"").count();
     let (flow_problems, replays) = judge_flows(&source, dom);
+    problems.extend(judge_picker(dom));
     problems.extend(flow_problems);
 
     let mut summary = vec![format!("{drawn}/{diagrams} diagrams drawn as SVG")];
@@ -313,6 +316,34 @@ fn judge(rendered: &Rendered) -> Result<(String, Vec<String>)> {
     summary.push(format!("{code_blocks} code blocks"));
     summary.push(format!("{} console messages", rendered.console.len()));
     Ok((summary.join(", "), problems))
+}
+
+/// The language picker (book/theme/editions.js): a link to the same page in
+/// every other edition, each to a page that exists.
+fn judge_picker(dom: &str) -> Vec<String> {
+    // toc.html is the sidebar alone (for readers without JavaScript): no menu bar.
+    if !dom.contains("class=\"right-buttons\"") {
+        return Vec::new();
+    }
+    let links = elements(dom, "<a class=\"edition-picker\"", "</a>");
+    if links.is_empty() {
+        return vec!["no language picker in the menu bar (did editions.js run?)".to_string()];
+    }
+    let mut problems = Vec::new();
+    for link in links {
+        let target = link
+            .split_once("href=\"")
+            .and_then(|(_, rest)| rest.split('"').next())
+            .unwrap_or_default();
+        let file = target.strip_prefix("file://").unwrap_or(target);
+        let file = file.split(['#', '?']).next().unwrap_or_default();
+        if !Path::new(file).is_file() {
+            problems.push(format!(
+                "the language picker links {target}, which does not exist"
+            ));
+        }
+    }
+    problems
 }
 
 /// The id of a page's first `{{#flow}}` replay.

@@ -103,14 +103,16 @@ pub async fn prepare() -> Result<()> {
          the control plane and kubectl are in ~/.cache/sample-controller-rs/bin.\n\
          On the day: `cargo xtask cluster up` once, then `cargo xtask check step-2` (and on)."
     );
-    if crate::setup::installed_version(crate::setup::MDBOOK.name).is_none() {
+    if crate::setup::installed_version(&crate::setup::MDBOOK).is_none() {
         println!(
             "To read the book in a browser (optional; book/src/*.md read fine as they are):\n  \
+             {}\n  \
              {}\n  \
              {}\n  \
              cargo xtask book build && mdbook serve book",
             crate::setup::MDBOOK.install_line(),
             crate::setup::MDBOOK_MERMAID.install_line(),
+            crate::setup::MDBOOK_I18N_HELPERS.install_line(),
         );
     }
     Ok(())

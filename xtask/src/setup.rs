@@ -2,9 +2,10 @@
 //! test so that a fresh machine fails (or is ready) in the first seconds, not
 //! after six minutes of tests.
 //!
-//! * System packages: Chromium (the book check renders every page) and
+//! * System packages: Chromium (the book check renders every page),
 //!   `musl-gcc` (tests/image.rs builds step 8 as a static musl binary, and
-//!   ring's C needs musl's compiler). Installed through the system's package
+//!   ring's C needs musl's compiler) and a CJK font (the Chinese edition's
+//!   pages). Installed through the system's package
 //!   manager when this process may (root, or `sudo -n` works); otherwise the
 //!   command stops at once with the commands to run.
 //! * Rust's `x86_64-unknown-linux-musl` target: `rustup target add`.
@@ -25,8 +26,10 @@ use crate::run_tool as run;
 /// A tool the book is built or checked with, pinned.
 #[derive(Clone, Copy, Debug)]
 pub struct BookTool {
-    /// Its command (and crate) name.
+    /// Its crate name.
     pub name: &'static str,
+    /// The command mdBook runs, and whether it says its version.
+    pub command: Probe,
     /// The exact version `cargo install` gets.
     pub version: &'static str,
     /// Extra `cargo install` arguments.
@@ -47,22 +50,43 @@ impl BookTool {
     }
 }
 
+/// How the installed version of a book tool is found.
+#[derive(Clone, Copy, Debug)]
+pub enum Probe {
+    /// `COMMAND --version` prints `NAME vX.Y.Z` (the command is the crate's name).
+    VersionFlag,
+    /// The command has no `--version`: the crate's line in `cargo install
+    /// --list`, if the command is on `PATH`.
+    CargoList(&'static str),
+}
+
 /// mdBook itself (with search, without the live-reload server's extras).
 pub const MDBOOK: BookTool = BookTool {
     name: "mdbook",
+    command: Probe::VersionFlag,
     version: "0.5.4",
     features: &["--no-default-features", "--features", "search"],
 };
 /// The mermaid preprocessor (diagrams).
 pub const MDBOOK_MERMAID: BookTool = BookTool {
     name: "mdbook-mermaid",
+    command: Probe::VersionFlag,
     version: "0.17.1",
+    features: &[],
+};
+/// gettext for mdBook: the `gettext` preprocessor renders the Chinese edition
+/// from book/po/zh-CN.po, the `xgettext` renderer extracts the English
+/// messages (book/i18n.rs).
+pub const MDBOOK_I18N_HELPERS: BookTool = BookTool {
+    name: "mdbook-i18n-helpers",
+    command: Probe::CargoList("mdbook-gettext"),
+    version: "0.4.0",
     features: &[],
 };
 /// Every pinned book tool. Links and anchors are checked in the rendered
 /// pages by `cargo xtask book check` itself (a link-checker backend cost a
 /// fresh machine 145 s of `cargo install` and checked the same links).
-pub const BOOK_TOOLS: [BookTool; 2] = [MDBOOK, MDBOOK_MERMAID];
+pub const BOOK_TOOLS: [BookTool; 3] = [MDBOOK, MDBOOK_MERMAID, MDBOOK_I18N_HELPERS];
 
 /// Rust's target for the static binary of the image (Dockerfile, tests/image.rs).
 pub const MUSL_TARGET: &str = "x86_64-unknown-linux-musl";
@@ -74,6 +98,9 @@ pub enum SystemNeed {
     Chromium,
     /// `musl-gcc`, for the static musl build.
     MuslGcc,
+    /// A font with Chinese glyphs, for the zh-CN edition's pages in Chromium
+    /// (without one they show boxes).
+    CjkFont,
 }
 
 impl SystemNeed {
@@ -83,6 +110,7 @@ impl SystemNeed {
             SystemNeed::MuslGcc => {
                 "musl-gcc (tests/image.rs builds step 8 as a static musl binary)"
             }
+            SystemNeed::CjkFont => "Noto CJK fonts (the book check renders the Chinese edition)",
         }
     }
 
@@ -95,6 +123,9 @@ impl SystemNeed {
             (SystemNeed::MuslGcc, Manager::Apt) => "musl-tools",
             (SystemNeed::MuslGcc, Manager::Dnf) => "musl-gcc",
             (SystemNeed::MuslGcc, Manager::Brew) => "filosottile/musl-cross/musl-cross",
+            (SystemNeed::CjkFont, Manager::Apt) => "fonts-noto-cjk",
+            (SystemNeed::CjkFont, Manager::Dnf) => "google-noto-sans-cjk-fonts",
+            (SystemNeed::CjkFont, Manager::Brew) => "--cask font-noto-sans-cjk",
         }
     }
 }
@@ -227,6 +258,9 @@ pub fn ensure_test_prerequisites() -> Result<()> {
     if cfg!(target_os = "linux") && which("musl-gcc").is_none() {
         missing.push(SystemNeed::MuslGcc);
     }
+    if cfg!(target_os = "linux") && !cjk_font_installed() {
+        missing.push(SystemNeed::CjkFont);
+    }
     if !missing.is_empty() {
         let manager = package_manager();
         let privilege = privilege();
@@ -270,7 +304,7 @@ pub fn ensure_test_prerequisites() -> Result<()> {
     // 3. The book's tools, each only when missing or of another version.
     let wanted: Vec<BookTool> = BOOK_TOOLS
         .into_iter()
-        .filter(|tool| installed_version(tool.name).as_deref() != Some(tool.version))
+        .filter(|tool| installed_version(tool).as_deref() != Some(tool.version))
         .collect();
     if !wanted.is_empty() {
         let names: Vec<String> = wanted
@@ -285,13 +319,12 @@ pub fn ensure_test_prerequisites() -> Result<()> {
             let cargo = testcluster::cargo::command(&crate::repo_root(), &tool.install_args());
             println!("    $ {cargo}");
             run(&mut cargo.std())?;
-            let found = installed_version(tool.name);
+            let found = installed_version(tool);
             ensure!(
                 found.as_deref() == Some(tool.version),
-                "{} {} was installed, but `{} --version` on PATH gives {:?}: is cargo's bin directory ({}) on PATH, before any other {}?",
+                "{} {} was installed, but the version on PATH is {:?}: is cargo's bin directory ({}) on PATH, before any other {}?",
                 tool.name,
                 tool.version,
-                tool.name,
                 found,
                 cargo_bin().display(),
                 tool.name
@@ -306,6 +339,14 @@ pub fn ensure_test_prerequisites() -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// Whether fontconfig knows a font with Chinese glyphs (macOS ships them).
+fn cjk_font_installed() -> bool {
+    Command::new("fc-list")
+        .arg(":lang=zh")
+        .output()
+        .is_ok_and(|out| out.status.success() && !out.stdout.is_empty())
 }
 
 /// The headless browser: `chromium` (Debian, Fedora's newer packages), else
@@ -331,8 +372,32 @@ pub fn which(name: &str) -> Option<PathBuf> {
         })
 }
 
-/// The version `NAME --version` prints (`mdbook v0.5.4` → `0.5.4`), if it runs.
-pub fn installed_version(name: &str) -> Option<String> {
+/// The installed version of `tool`, if it is on `PATH`: what `NAME
+/// --version` prints (`mdbook v0.5.4` → `0.5.4`), or its crate's line in
+/// `cargo install --list` (`mdbook-i18n-helpers v0.4.0:`).
+pub fn installed_version(tool: &BookTool) -> Option<String> {
+    let name = match tool.command {
+        Probe::VersionFlag => tool.name,
+        Probe::CargoList(command) => {
+            which(command)?;
+            let out = Command::new("cargo")
+                .args(["install", "--list"])
+                .stderr(Stdio::null())
+                .output()
+                .ok()?;
+            let list = String::from_utf8_lossy(&out.stdout);
+            let line = list
+                .lines()
+                .find(|l| l.split_whitespace().next() == Some(tool.name))?;
+            let version = line.split_whitespace().nth(1)?;
+            return Some(
+                version
+                    .trim_start_matches('v')
+                    .trim_end_matches(':')
+                    .to_string(),
+            );
+        }
+    };
     let out = Command::new(name)
         .arg("--version")
         .stderr(Stdio::null())

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
-use super::tools::{MDBOOK, MDBOOK_MERMAID, build, require_tools};
+use super::tools::{MDBOOK, MDBOOK_I18N_HELPERS, MDBOOK_MERMAID, build, require_tools};
 use super::{book_dir, rel};
 
 // ---------------------------------------------------------------------------
@@ -46,12 +46,15 @@ pub fn check() -> Result<()> {
     failures.extend(crate::gosource::check(&pages)?);
 
     println!("==> book check: tools");
-    let tools = require_tools(&[MDBOOK, MDBOOK_MERMAID], true)
+    let tools = require_tools(&[MDBOOK, MDBOOK_MERMAID, MDBOOK_I18N_HELPERS], true)
         .and_then(|()| crate::preprocess::check_preprocessor(&book));
     if let Err(err) = tools {
         failures.push(format!("{err:#}"));
         return fail(&failures);
     }
+
+    println!("==> book check: translated editions against the English of now");
+    failures.extend(super::i18n::check(&book)?);
 
     println!("==> book check: mdbook build");
     if let Err(err) = build() {
@@ -61,12 +64,21 @@ pub fn check() -> Result<()> {
 
     println!("==> book check: links and anchors in the rendered HTML");
     failures.extend(check_rendered_links(&book.join("book"))?);
+    failures.extend(super::i18n::check_rendered(&book.join("book"))?);
 
     println!("==> book check: every page in headless Chromium (diagrams, console, Go panes)");
     failures.extend(crate::chromium::check_pages(
         &book.join("book"),
         &crate::repo_root().join("target/book-screenshots"),
     )?);
+    for lang in super::i18n::EDITIONS {
+        failures.extend(crate::chromium::check_pages(
+            &book.join("book").join(lang),
+            &crate::repo_root()
+                .join("target/book-screenshots")
+                .join(lang),
+        )?);
+    }
     fail(&failures)?;
     println!("book check: all good");
     Ok(())

@@ -9,8 +9,12 @@
 //!   instead and fails when a committed capture is stale (fresh.rs says what
 //!   counts as the same).
 //! * `build`: `mdbook-mermaid install book` (regenerates the gitignored
-//!   mermaid JS), then `mdbook build book`.
-//! * `check`: source checks (every include and anchor resolves, every step has
+//!   mermaid JS), then `mdbook build book`, for English and then for each
+//!   translated edition (i18n.rs).
+//! * `po`: the translators' command: the English messages extracted and
+//!   merged into each edition's catalogue (i18n.rs).
+//! * `check`: source checks (every include and anchor resolves, each
+//!   edition's coverage and its translations' directives, links and terms, every step has
 //!   a chapter that includes its code and its output, whose "Run it" block runs
 //!   the commands of its captures (runit.rs), every Go link is pinned,
 //!   every Go excerpt and Go line link names what it shows: gosource.rs), the
@@ -33,6 +37,7 @@
 mod capture;
 mod check;
 mod fresh;
+pub mod i18n;
 mod outputs;
 mod recordings;
 mod runit;
@@ -46,7 +51,7 @@ use anyhow::Result;
 use clap::Subcommand;
 
 pub use check::check;
-use tools::{MDBOOK, MDBOOK_MERMAID, require_tools};
+use tools::{MDBOOK, MDBOOK_I18N_HELPERS, MDBOOK_MERMAID, require_tools};
 
 #[derive(Subcommand)]
 pub enum BookCommand {
@@ -59,8 +64,12 @@ pub enum BookCommand {
         #[arg(long)]
         check: bool,
     },
-    /// Build the book into book/book (mdbook-mermaid install, then mdbook build).
+    /// Build the book into book/book, and each translated edition into
+    /// book/book/LANG (mdbook-mermaid install, then mdbook build).
     Build,
+    /// Extract the English messages into book/po/messages.pot and merge them
+    /// into each edition's catalogue (book/po/LANG.po); print its coverage.
+    Po,
     /// Check includes, anchors, links, pinned Go links and the rendered diagrams.
     Check,
 }
@@ -70,8 +79,12 @@ pub async fn run(command: BookCommand) -> Result<()> {
     match command {
         BookCommand::Outputs { only, check } => outputs::outputs(&only, check).await,
         BookCommand::Build => {
-            require_tools(&[MDBOOK, MDBOOK_MERMAID], false)?;
+            require_tools(&[MDBOOK, MDBOOK_MERMAID, MDBOOK_I18N_HELPERS], false)?;
             tools::build()
+        }
+        BookCommand::Po => {
+            require_tools(&[MDBOOK, MDBOOK_I18N_HELPERS], false)?;
+            i18n::update()
         }
         BookCommand::Check => check(),
     }

@@ -1,5 +1,6 @@
 //! The tools the book is built and checked with: their pinned versions, the
-//! commands that install them, and `build` (mdbook-mermaid, then mdbook).
+//! commands that install them, and `build` (mdbook-mermaid, then mdbook for
+//! English and for each translated edition).
 
 use std::process::Command;
 
@@ -8,7 +9,7 @@ use anyhow::{Result, bail};
 use super::book_dir;
 
 use crate::setup::BookTool;
-pub(super) use crate::setup::{MDBOOK, MDBOOK_MERMAID};
+pub(super) use crate::setup::{MDBOOK, MDBOOK_I18N_HELPERS, MDBOOK_MERMAID};
 
 // ---------------------------------------------------------------------------
 // build
@@ -19,7 +20,7 @@ pub(super) fn build() -> Result<()> {
     crate::run_tool(Command::new("mdbook-mermaid").arg("install").arg(&book))?;
     crate::run_tool(Command::new("mdbook").arg("build").arg(&book))?;
     println!("Built {}", book.join("book/index.html").display());
-    Ok(())
+    super::i18n::build_editions(&book)
 }
 
 /// Fails with the install lines of every missing or wrongly versioned tool
@@ -28,7 +29,7 @@ pub(super) fn require_tools(tools: &[BookTool], chromium: bool) -> Result<()> {
     let mut problems = Vec::new();
     let mut install = Vec::new();
     for tool in tools {
-        match crate::setup::installed_version(tool.name) {
+        match crate::setup::installed_version(tool) {
             Some(version) if version == tool.version => continue,
             Some(version) => problems.push(format!(
                 "{} {version} found, the book needs {}",

@@ -292,7 +292,7 @@ mod tests {
         );
         // Between two directives on a line.
         assert_eq!(
-            figures("{{#figure a count {*}}} of {{#figure b {} as MB}} then 0.5 s"),
+            figures("{{#figure a count {..}}} of {{#figure b {} as MB}} then 0.5 s"),
             ["0.5 s"]
         );
         // Whole numbers, when the text says they were measured.

@@ -54,13 +54,13 @@
 //! Any other capture (a step's run, a scenario's transcript: whatever
 //! `cargo xtask book outputs` wrote) is read by a line pattern: KEY is the
 //! line, with `{}` where the figure is (a number, with its unit if one
-//! follows) and `{*}` for any text, matched
+//! follows) and `{..}` for any text, matched
 //! against the whole of each line with runs of spaces taken as one. Every
 //! line it matches must give the same figure:
 //!
 //! - `{{#figure leader-lost (b became leader {} after a froze)}}` → `6.6 s`;
 //! - `count PATTERN` (without `{}`): how many lines match, as
-//!   `{{#figure check-step-8-ordinary count FAIL {*}}}`;
+//!   `{{#figure check-step-8-ordinary count FAIL {..}}}`;
 //! - `PATTERN as MB` (or `as MiB`): a number of bytes in that unit, with
 //!   one decimal.
 //!
@@ -187,7 +187,7 @@ fn by_pattern(text: &str, key: &str) -> Result<String> {
         }
     }
     let mut regex = String::from("^");
-    for (i, piece) in pattern.split("{*}").enumerate() {
+    for (i, piece) in pattern.split("{..}").enumerate() {
         if i > 0 {
             regex.push_str(".*?");
         }
@@ -448,10 +448,10 @@ step-8: 2 of 3 behaviours pass
             "5.4 s",
             "spaces as one"
         );
-        assert_eq!(figure("step-8: {} of {*} behaviours pass").unwrap(), "2");
-        assert_eq!(figure("step-8: {*} of {} behaviours pass").unwrap(), "3");
-        assert_eq!(figure("count pass {*}").unwrap(), "2");
-        assert_eq!(figure("count FAIL {*}").unwrap(), "1");
+        assert_eq!(figure("step-8: {} of {..} behaviours pass").unwrap(), "2");
+        assert_eq!(figure("step-8: {..} of {} behaviours pass").unwrap(), "3");
+        assert_eq!(figure("count pass {..}").unwrap(), "2");
+        assert_eq!(figure("count FAIL {..}").unwrap(), "1");
         assert_eq!(figure("{} target/release/step-8 as MB").unwrap(), "17.9 MB");
         assert_eq!(
             figure("{} target/release/step-8 as MiB").unwrap(),
@@ -460,10 +460,10 @@ step-8: 2 of 3 behaviours pass
         // A pattern matches whole lines: a prefix is not enough.
         let err = figure("(b became leader {}").unwrap_err().to_string();
         assert!(err.contains("no line matches"), "{err}");
-        let err = figure("{*} {} {*}").unwrap_err().to_string();
+        let err = figure("{..} {} {..}").unwrap_err().to_string();
         assert!(err.contains("different figures"), "{err}");
-        assert!(figure("pass {*}").is_err(), "no `{{}}`");
-        assert!(figure("count {} {*}").is_err(), "a count has no `{{}}`");
+        assert!(figure("pass {..}").is_err(), "no `{{}}`");
+        assert!(figure("count {} {..}").is_err(), "a count has no `{{}}`");
         assert!(figure("{} target/release/step-8 as MB").is_ok());
         assert!(
             figure("(b became leader {} after a froze) as MB").is_err(),
@@ -478,7 +478,7 @@ step-8: 2 of 3 behaviours pass
         std::fs::create_dir_all(dir.join("outputs")).unwrap();
         std::fs::write(dir.join("outputs/lost.txt"), TRANSCRIPT).unwrap();
         let page = "took {{#figure lost (b became leader {} after a froze)}}; \
-                    {{#figure lost count pass {*}}} passed.";
+                    {{#figure lost count pass {..}}} passed.";
         assert_eq!(expand("p.md", page, &dir).unwrap(), "took 6.6 s; 2 passed.");
         let err = expand("p.md", "\n\n{{#figure lost (c became leader {})}}", &dir).unwrap_err();
         let err = format!("{err:#}");

@@ -7,7 +7,8 @@
 //!   pinned module ([`crate::gosource`]);
 //! - `{{#version NAME}}`: a pinned version of versions.toml ([`versions`]);
 //! - `{{#figure RUN KEY}}`: a figure of a capture ([`figures`]);
-//! - `{{#flow NAME}}`: a recorded flow, replayed in the page ([`flows`]).
+//! - `{{#flow NAME}}`: a recorded flow, replayed in the page ([`flows`]);
+//! - `{{#terms}}`: a translated edition's term list ([`terms`]).
 
 use std::path::{Path, PathBuf};
 
@@ -16,12 +17,15 @@ use clap::Subcommand;
 
 pub mod figures;
 mod flows;
+mod terms;
 mod versions;
 
 /// `cargo xtask book preprocess [supports RENDERER]`: mdBook's preprocessor protocol.
 #[derive(Subcommand)]
 pub enum PreprocessCommand {
-    /// mdBook asks whether the preprocessor supports a renderer: yes, every one.
+    /// mdBook asks whether the preprocessor supports a renderer: every one but
+    /// `xgettext`, which must extract the directives as written (a figure's
+    /// value changes with each run and must not make its translation stale).
     Supports {
         /// The renderer's name (html, …).
         renderer: String,
@@ -32,13 +36,17 @@ pub enum PreprocessCommand {
 /// `mdbook-preprocessor` crate: mdBook's own types), expands every
 /// `{{#go}}`, `go:` link, `{{#version}}`, `{{#figure}}` and `{{#flow}}` of
 /// each chapter ([`expand_page`]) and writes the book to stdout.
-/// `supports <renderer>`: exit 0.
+/// `supports <renderer>`: exit 0, or 1 for `xgettext` (mdBook then skips it).
 pub fn preprocess(command: Option<PreprocessCommand>) -> Result<()> {
-    if let Some(PreprocessCommand::Supports { .. }) = command {
+    if let Some(PreprocessCommand::Supports { renderer }) = command {
+        if renderer == crate::book::i18n::EXTRACTOR {
+            std::process::exit(1);
+        }
         return Ok(());
     }
-    let (_context, mut book) = mdbook_preprocessor::parse_input(std::io::stdin().lock())
+    let (context, mut book) = mdbook_preprocessor::parse_input(std::io::stdin().lock())
         .context("parsing mdBook's [context, book] JSON")?;
+    let language = context.config.book.language.clone();
     let src = crate::repo_root().join("book/src");
     let mut failed = None;
     book.for_each_chapter_mut(|chapter| {
@@ -50,7 +58,7 @@ pub fn preprocess(command: Option<PreprocessCommand>) -> Result<()> {
             .as_ref()
             .or(chapter.path.as_ref())
             .map_or_else(|| "chapter".to_string(), |p| p.display().to_string());
-        match expand_page(&page, &chapter.content, &src) {
+        match expand_page(&page, &chapter.content, &src, language.as_deref()) {
             Ok(expanded) => chapter.content = expanded,
             Err(err) => failed = Some(err),
         }
@@ -64,8 +72,9 @@ pub fn preprocess(command: Option<PreprocessCommand>) -> Result<()> {
 
 /// A page with every directive and `go:` link expanded, in the order each
 /// may produce the next one's input.
-fn expand_page(page: &str, content: &str, src: &Path) -> Result<String> {
+fn expand_page(page: &str, content: &str, src: &Path, language: Option<&str>) -> Result<String> {
     let expanded = crate::gosource::expand(page, content)?;
+    let expanded = terms::expand(&expanded, language)?;
     let expanded = versions::expand(page, &expanded)?;
     let expanded = figures::expand(page, &expanded, src)?;
     flows::expand(page, &expanded, src)

@@ -1,0 +1,1028 @@
+//! The book in other languages, the ecosystem's way: gettext catalogues
+//! through mdbook-i18n-helpers (the tool Comprehensive Rust translates with).
+//!
+//! English is the source. `book/po/LANG.po` holds one edition's
+//! translations, message by message (a paragraph, a heading, a list item, a
+//! table cell, a diagram), each keyed by its English text (`msgid`). The
+//! `gettext` preprocessor of book.toml puts a message's translation in its
+//! place when the book is built with that language, and leaves a message
+//! English when its catalogue has no translation for the exact English text
+//! or only a fuzzy one: a changed English paragraph shows in English until
+//! it is translated again, never as the old translation. `book/po/LANG.toml`
+//! says which pages are complete and holds the edition's term list.
+//!
+//! * `cargo xtask book po` extracts the English messages into
+//!   `book/po/messages.pot` (generated, gitignored) and merges them into each
+//!   catalogue with GNU gettext's `msgmerge`: a new message comes in empty, a
+//!   changed one keeps its old translation marked fuzzy for the translator
+//!   to check. It prints each page's coverage.
+//! * `cargo xtask book build` renders English into `book/book` and each
+//!   edition into `book/book/LANG` ([`build_editions`]).
+//! * `cargo xtask book check` ([`check`]) extracts the English of now and
+//!   reports each page's coverage; it fails when a page marked complete has a
+//!   fuzzy or missing message, or when a translation loses what the English
+//!   has to keep: a `{{#…}}` directive (an include, a figure, a Go excerpt), a
+//!   link target, an inline code span (identifiers and commands stay
+//!   English), or a term of the term list. The rendered checks compare each
+//!   edition's headings with the English ones ([`check_rendered`]).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context, Result, bail, ensure};
+use polib::catalog::Catalog;
+use serde::Deserialize;
+
+use super::{book_dir, rel};
+
+/// mdbook-i18n-helpers' renderer that extracts the English messages; the
+/// book's own preprocessor does not run for it (preprocess/mod.rs).
+pub const EXTRACTOR: &str = "xgettext";
+
+/// The translated editions: each has `book/po/LANG.po` and `book/po/LANG.toml`,
+/// and is rendered into `book/book/LANG`.
+pub const EDITIONS: &[&str] = &["zh-CN"];
+
+/// `book/po/LANG.toml`: what a catalogue cannot say itself.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EditionConfig {
+    /// The book's title in the edition's language.
+    pub title: String,
+    /// The pages (`introduction.md`, …) whose translation is complete: the
+    /// check fails when one of them has a fuzzy or missing message.
+    #[serde(default)]
+    pub complete: Vec<String>,
+    /// English term → the edition's term. A translated message whose English
+    /// uses the term (as a word, lower case, plural or not) must use the
+    /// edition's term. A term kept in English maps to itself.
+    #[serde(default)]
+    pub terms: BTreeMap<String, String>,
+    /// The section `{{#terms}}` makes of the term list in the glossary.
+    #[serde(default)]
+    pub glossary: GlossarySection,
+}
+
+/// The heading and the sentence above the term table, in the edition's language.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GlossarySection {
+    /// The section's heading.
+    pub heading: String,
+    /// The sentence above the table.
+    pub intro: String,
+}
+
+fn po_dir() -> PathBuf {
+    book_dir().join("po")
+}
+
+/// Reads `book/po/LANG.toml`.
+pub fn edition_config(lang: &str) -> Result<EditionConfig> {
+    let path = po_dir().join(format!("{lang}.toml"));
+    let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", rel(&path)))?;
+    toml::from_str(&text).with_context(|| format!("parsing {}", rel(&path)))
+}
+
+/// Extracts the English book's messages into `dest/messages.pot` with
+/// mdbook-i18n-helpers' `xgettext` renderer. mdBook's own preprocessors are
+/// off, so an `{{#include}}` stays a directive: the code and the captures it
+/// brings in are never translated.
+pub fn extract(book: &Path, dest: &Path) -> Result<PathBuf> {
+    let _ = std::fs::remove_dir_all(dest);
+    let output = Command::new("mdbook")
+        .arg("build")
+        .arg(book)
+        .arg("-d")
+        .arg(dest)
+        .env("MDBOOK_BUILD__USE_DEFAULT_PREPROCESSORS", "false")
+        .env("MDBOOK_OUTPUT", format!(r#"{{"{EXTRACTOR}": {{}}}}"#))
+        .output()
+        .context("running mdbook (is it installed?)")?;
+    let pot = dest.join("messages.pot");
+    ensure!(
+        output.status.success() && pot.is_file(),
+        "extracting the English messages (mdbook with the {EXTRACTOR} renderer) failed ({}):\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr).trim()
+    );
+    Ok(pot)
+}
+
+fn parse(path: &Path) -> Result<Catalog> {
+    polib::po_file::parse(path).map_err(|err| anyhow::anyhow!("parsing {}: {err}", rel(path)))
+}
+
+// ---------------------------------------------------------------------------
+// what a message must keep
+
+/// Whether an English message has anything to translate: a word of two
+/// letters or more outside its directives, inline code, link targets and
+/// HTML tags. A message that is only a `{{#go …}}` or a `` `Foo` `` cell is
+/// the same in every edition and needs no entry.
+pub fn has_prose(msgid: &str) -> bool {
+    prose_words(msgid) > 0
+}
+
+/// The English words of a message, outside what [`has_prose`] leaves out.
+fn prose_words(msgid: &str) -> usize {
+    let text = directive_re().replace_all(msgid, " ");
+    let text = code_span_re().replace_all(&text, " ");
+    let text = link_target_re().replace_all(&text, "]");
+    let text = html_tag_re().replace_all(&text, " ");
+    text.split(|c: char| !c.is_ascii_alphabetic())
+        .filter(|w| w.len() >= 2)
+        .count()
+}
+
+fn directive_re() -> &'static regex::Regex {
+    static RE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    RE.get_or_init(|| regex::Regex::new(r"\{\{#[^}]*\}\}").expect("a valid regex"))
+}
+
+fn code_span_re() -> &'static regex::Regex {
+    static RE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    RE.get_or_init(|| regex::Regex::new(r"`[^`]*`").expect("a valid regex"))
+}
+
+fn link_target_re() -> &'static regex::Regex {
+    static RE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    RE.get_or_init(|| regex::Regex::new(r"\]\([^)]*\)").expect("a valid regex"))
+}
+
+fn html_tag_re() -> &'static regex::Regex {
+    static RE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    RE.get_or_init(|| regex::Regex::new(r"</?[A-Za-z][^>]*>").expect("a valid regex"))
+}
+
+/// What a translation must keep of its English: every directive, link
+/// target and inline code span, as many times as the English has it.
+fn kept(text: &str) -> Vec<String> {
+    use pulldown_cmark::{Event, Options, Parser, Tag};
+    let mut kept: Vec<String> = directive_re()
+        .find_iter(text)
+        .map(|m| format!("directive {}", m.as_str()))
+        .collect();
+    // Directives first, out of the Markdown: a `{{#figure … {..}}}` is no link.
+    let rest = directive_re().replace_all(text, " ");
+    for event in Parser::new_ext(&rest, Options::ENABLE_TABLES) {
+        match event {
+            Event::Start(Tag::Link { dest_url, .. }) => kept.push(format!("link ({dest_url})")),
+            Event::Start(Tag::Image { dest_url, .. }) => {
+                kept.push(format!("image ({dest_url})"));
+            }
+            Event::Code(code) => kept.push(format!("code `{code}`")),
+            _ => {}
+        }
+    }
+    kept.sort();
+    kept
+}
+
+/// What `msgstr` lost or gained against `msgid`, if anything, said so that a
+/// translator knows what to put back.
+pub fn lost_in_translation(msgid: &str, msgstr: &str) -> Option<String> {
+    let (english, translated) = (kept(msgid), kept(msgstr));
+    if english == translated {
+        return None;
+    }
+    let missing = difference(&english, &translated);
+    let extra = difference(&translated, &english);
+    let mut said = Vec::new();
+    if !missing.is_empty() {
+        said.push(format!("lost {}", missing.join(", ")));
+    }
+    if !extra.is_empty() {
+        said.push(format!("has {} that the English has not", extra.join(", ")));
+    }
+    Some(said.join("; "))
+}
+
+/// The items of `a` that `b` lacks (both sorted, with repeats).
+fn difference(a: &[String], b: &[String]) -> Vec<String> {
+    let mut b = b.to_vec();
+    a.iter()
+        .filter(|item| match b.iter().position(|x| x == *item) {
+            Some(at) => {
+                b.remove(at);
+                false
+            }
+            None => true,
+        })
+        .cloned()
+        .collect()
+}
+
+/// The terms of `terms` that `msgid` uses and `msgstr` does not render as
+/// the term list says: (English term, the edition's term).
+pub fn terms_missed<'a>(
+    msgid: &str,
+    msgstr: &str,
+    terms: &'a BTreeMap<String, String>,
+) -> Vec<(&'a str, &'a str)> {
+    let english = code_span_re().replace_all(msgid, " ");
+    let english = directive_re().replace_all(&english, " ");
+    let english = link_target_re().replace_all(&english, "]");
+    terms
+        .iter()
+        .filter(|(term, _)| uses_term(&english, term))
+        .filter(|(_, translated)| !msgstr.contains(translated.as_str()))
+        .map(|(term, translated)| (term.as_str(), translated.as_str()))
+        .collect()
+}
+
+/// Whether `text` has `term` as a word of its own (lower case, an `s`
+/// allowed after it): "work queue" is in "the work queues", "controller" is
+/// not in "sample-controller" or "Controller".
+fn uses_term(text: &str, term: &str) -> bool {
+    let word = |c: char| c.is_alphanumeric() || c == '-' || c == '_';
+    text.match_indices(term).any(|(at, _)| {
+        let before = text[..at].chars().next_back();
+        let mut after = text[at + term.len()..].chars();
+        let next = match after.next() {
+            Some('s') => after.next(),
+            other => other,
+        };
+        // `controller.go` is a file name, not the term.
+        let file_name = next == Some('.') && after.next().is_some_and(char::is_alphanumeric);
+        !before.is_some_and(word) && !next.is_some_and(word) && !file_name
+    })
+}
+
+// ---------------------------------------------------------------------------
+// coverage
+
+/// Where an edition's page stands against the English of now.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct PageCoverage {
+    /// Messages with a translation of their English as it is now.
+    pub translated: usize,
+    /// Messages whose translation is marked fuzzy (its English changed): the
+    /// page shows them in English. (line, first words)
+    pub fuzzy: Vec<(usize, String)>,
+    /// Messages with no translation of their English as it is now (new, or
+    /// changed since `book po` last ran): shown in English.
+    pub missing: Vec<(usize, String)>,
+}
+
+impl PageCoverage {
+    /// Messages with prose on the page.
+    pub fn total(&self) -> usize {
+        self.translated + self.fuzzy.len() + self.missing.len()
+    }
+}
+
+/// Each page's coverage: every message of `pot` with prose, looked up by its
+/// exact English in `po`, counted on every page it is on (`#: src/PAGE:LINE`).
+pub fn coverage(pot: &Catalog, po: &Catalog) -> BTreeMap<String, PageCoverage> {
+    let mut pages: BTreeMap<String, PageCoverage> = BTreeMap::new();
+    for message in pot.messages() {
+        let msgid = message.msgid();
+        if msgid.is_empty() || !has_prose(msgid) {
+            continue;
+        }
+        let found = po.find_message(message.msgctxt(), msgid, None);
+        let state = match found {
+            Some(m) if m.is_translated() && !m.is_fuzzy() => Ok(()),
+            Some(m) if m.is_fuzzy() => Err(true),
+            _ => Err(false),
+        };
+        for (page, line) in sources(message.source()) {
+            let entry = pages.entry(page).or_default();
+            match state {
+                Ok(()) => entry.translated += 1,
+                Err(true) => entry.fuzzy.push((line, first_words(msgid))),
+                Err(false) => entry.missing.push((line, first_words(msgid))),
+            }
+        }
+    }
+    pages
+}
+
+/// `src/SUMMARY.md:3 src/introduction.md:1` → the pages and lines.
+fn sources(source: &str) -> Vec<(String, usize)> {
+    source
+        .split_whitespace()
+        .filter_map(|s| {
+            let (path, line) = s.rsplit_once(':')?;
+            let page = path.strip_prefix("src/").unwrap_or(path).to_string();
+            Some((page, line.parse().ok()?))
+        })
+        .collect()
+}
+
+fn first_words(msgid: &str) -> String {
+    let flat = msgid.split_whitespace().collect::<Vec<_>>().join(" ");
+    match flat.char_indices().nth(60) {
+        Some((at, _)) => format!("{}…", &flat[..at]),
+        None => flat,
+    }
+}
+
+/// Each page's fenced code blocks, as ranges of lines (from 1, inclusive).
+pub type CodeLines = BTreeMap<String, Vec<(usize, usize)>>;
+
+/// The fenced code blocks of every page of `src` (commands, diagrams):
+/// their messages are comments and labels, where a term can be part of a
+/// command and the English can stay as it is.
+fn code_lines(src: &Path) -> Result<CodeLines> {
+    use pulldown_cmark::{Event, Parser, Tag};
+    let mut pages = CodeLines::new();
+    for entry in std::fs::read_dir(src)? {
+        let path = entry?.path();
+        if path.extension().is_none_or(|e| e != "md") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path)?;
+        let line = |at: usize| text[..at].matches('\n').count() + 1;
+        let blocks = Parser::new(&text)
+            .into_offset_iter()
+            .filter(|(event, _)| matches!(event, Event::Start(Tag::CodeBlock(_))))
+            .map(|(_, range)| (line(range.start), line(range.end.saturating_sub(1))))
+            .collect();
+        let name = path
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned();
+        pages.insert(name, blocks);
+    }
+    Ok(pages)
+}
+
+/// Whether every place a message is on is inside a code block.
+fn in_code(source: &str, code: &CodeLines) -> bool {
+    let places = sources(source);
+    !places.is_empty()
+        && places.iter().all(|(page, line)| {
+            code.get(page)
+                .is_some_and(|blocks| blocks.iter().any(|(a, b)| (a..=b).contains(&line)))
+        })
+}
+
+/// The problems of a catalogue against the English of now: complete pages
+/// with fuzzy or missing messages, unknown complete pages, and every
+/// translation that lost what it has to keep, used the English as its
+/// translation, or missed a term (the last two outside code blocks only).
+pub fn problems(
+    lang: &str,
+    pot: &Catalog,
+    po: &Catalog,
+    config: &EditionConfig,
+    coverage: &BTreeMap<String, PageCoverage>,
+    code: &CodeLines,
+) -> Vec<String> {
+    let mut problems = Vec::new();
+    for page in &config.complete {
+        let Some(cover) = coverage.get(page) else {
+            problems.push(format!(
+                "po/{lang}.toml marks {page} complete, but the book has no such page with text"
+            ));
+            continue;
+        };
+        let lines = |list: &[(usize, String)]| {
+            list.iter()
+                .map(|(line, words)| format!("line {line} \"{words}\""))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        if !cover.fuzzy.is_empty() {
+            problems.push(format!(
+                "{lang}: {page} is marked complete, but {} of its messages are fuzzy (the English changed; \
+                 check each translation against the new English and remove `#, fuzzy`): {}",
+                cover.fuzzy.len(),
+                lines(&cover.fuzzy)
+            ));
+        }
+        if !cover.missing.is_empty() {
+            problems.push(format!(
+                "{lang}: {page} is marked complete, but {} of its messages have no translation of \
+                 their English as it is now (`cargo xtask book po`, then translate): {}",
+                cover.missing.len(),
+                lines(&cover.missing)
+            ));
+        }
+    }
+    for message in po.messages() {
+        let msgid = message.msgid();
+        let Ok(msgstr) = message.msgstr() else {
+            continue;
+        };
+        if msgid.is_empty() || msgstr.is_empty() || message.is_fuzzy() {
+            continue;
+        }
+        // An entry the English no longer has is dropped by `book po`; it is not shown.
+        if pot.find_message(message.msgctxt(), msgid, None).is_none() {
+            continue;
+        }
+        let at = format!(
+            "{lang}: {} \"{}\"",
+            message.source().split_whitespace().next().unwrap_or("po"),
+            first_words(msgid)
+        );
+        if let Some(lost) = lost_in_translation(msgid, msgstr) {
+            problems.push(format!("{at}: the translation {lost}"));
+        }
+        if in_code(message.source(), code) {
+            continue;
+        }
+        if msgstr == msgid && prose_words(msgid) >= 3 {
+            problems.push(format!(
+                "{at}: the translation is the English text; leave it empty until it is translated"
+            ));
+        }
+        for (term, translated) in terms_missed(msgid, msgstr, &config.terms) {
+            problems.push(format!(
+                "{at}: the English says \"{term}\", the translation lacks \"{translated}\" (po/{lang}.toml's terms)"
+            ));
+        }
+    }
+    problems
+}
+
+/// Prints each page's coverage of `lang`, one line a page.
+fn print_coverage(lang: &str, coverage: &BTreeMap<String, PageCoverage>, config: &EditionConfig) {
+    let (done, all) = coverage
+        .values()
+        .fold((0, 0), |(d, a), c| (d + c.translated, a + c.total()));
+    println!("    {lang}: {done} of {all} messages translated");
+    for (page, cover) in coverage {
+        if page == "SUMMARY.md" {
+            continue;
+        }
+        let mark = if config.complete.contains(page) {
+            "complete"
+        } else if cover.translated == 0 {
+            "not started"
+        } else {
+            "in progress"
+        };
+        println!(
+            "      {page:<32} {:>4}/{:<4} {:>3} fuzzy {:>4} missing  {mark}",
+            cover.translated,
+            cover.total(),
+            cover.fuzzy.len(),
+            cover.missing.len()
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------
+// the commands
+
+/// `cargo xtask book po`: extract the English, merge it into each catalogue
+/// (`msginit` creates a missing one), print each edition's coverage.
+pub fn update() -> Result<()> {
+    let book = book_dir();
+    let dir = po_dir();
+    let scratch = tempfile::tempdir()?;
+    let extracted = extract(&book, scratch.path())?;
+    let pot = dir.join("messages.pot");
+    std::fs::copy(&extracted, &pot)?;
+    for lang in EDITIONS {
+        let po = dir.join(format!("{lang}.po"));
+        if !po.is_file() {
+            run_gettext(
+                Command::new("msginit")
+                    .args(["--no-translator", "--no-wrap", "-l"])
+                    .arg(format!("{}.UTF-8", lang.replace('-', "_")))
+                    .arg("-i")
+                    .arg(&pot)
+                    .arg("-o")
+                    .arg(&po),
+            )?;
+        }
+        run_gettext(
+            Command::new("msgmerge")
+                .args(["--quiet", "--update", "--backup=off", "--no-wrap"])
+                .arg(&po)
+                .arg(&pot),
+        )?;
+        // msgmerge keeps entries the English no longer has as `#~` comments;
+        // they are dead weight in a catalogue under version control.
+        run_gettext(
+            Command::new("msgattrib")
+                .args(["--no-obsolete", "--no-wrap", "-o"])
+                .arg(&po)
+                .arg(&po),
+        )?;
+        let (pot_catalog, po_catalog) = (parse(&pot)?, parse(&po)?);
+        let config = edition_config(lang)?;
+        let cover = coverage(&pot_catalog, &po_catalog);
+        println!("Updated {} from {}", rel(&po), rel(&pot));
+        print_coverage(lang, &cover, &config);
+    }
+    Ok(())
+}
+
+fn run_gettext(command: &mut Command) -> Result<()> {
+    let program = command.get_program().to_string_lossy().into_owned();
+    if crate::setup::which(&program).is_none() {
+        bail!(
+            "{program} (GNU gettext) is not installed: `apt-get install gettext` (Debian), \
+             `dnf install gettext` (Fedora), `brew install gettext` (macOS)"
+        );
+    }
+    crate::run_tool(command)
+}
+
+/// Renders each edition into `book/book/LANG` (after the English, whose
+/// build empties `book/book`).
+pub fn build_editions(book: &Path) -> Result<()> {
+    for lang in EDITIONS {
+        let dest = book.join("book").join(lang);
+        let config = edition_config(lang)?;
+        crate::run_tool(
+            Command::new("mdbook")
+                .arg("build")
+                .arg(book)
+                .arg("-d")
+                .arg(&dest)
+                .env("MDBOOK_BOOK__LANGUAGE", lang)
+                .env("MDBOOK_BOOK__TITLE", &config.title),
+        )?;
+        println!("Built {}", dest.join("index.html").display());
+    }
+    Ok(())
+}
+
+/// The source half of `book check` for every edition: coverage printed,
+/// problems returned.
+pub fn check(book: &Path) -> Result<Vec<String>> {
+    let scratch = tempfile::tempdir()?;
+    let pot = parse(&extract(book, scratch.path())?)?;
+    let code = code_lines(&book.join("src"))?;
+    let mut failures = Vec::new();
+    for lang in EDITIONS {
+        let po = parse(&po_dir().join(format!("{lang}.po")))?;
+        let config = edition_config(lang)?;
+        let cover = coverage(&pot, &po);
+        print_coverage(lang, &cover, &config);
+        failures.extend(problems(lang, &pot, &po, &config, &cover, &code));
+    }
+    Ok(failures)
+}
+
+/// The rendered half: every page of an edition has the English page's
+/// section ids (links into a page, from the book and from outside, name
+/// them), so a translated heading ends with its English id, `{#id}`; and no
+/// `{#id}` shows as text (a heading's translation used where the same
+/// English is a table cell). A page's title (`h1`) is exempt: its English is
+/// also the sidebar's entry, which shows `{#…}` as it is, and links name
+/// the page, not its title.
+pub fn check_rendered(html: &Path) -> Result<Vec<String>> {
+    let mut failures = Vec::new();
+    for lang in EDITIONS {
+        let edition = html.join(lang);
+        let mut names: Vec<String> = std::fs::read_dir(html)?
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter(|n| n.ends_with(".html") && n != "print.html" && n != "404.html")
+            .collect();
+        names.sort();
+        for name in names {
+            let Ok(text) = std::fs::read_to_string(edition.join(&name)) else {
+                failures.push(format!("{lang}: {name} was not rendered"));
+                continue;
+            };
+            let english = std::fs::read_to_string(html.join(&name))?;
+            failures.extend(compare_sections(
+                lang,
+                &name,
+                &heading_ids(&english),
+                &heading_ids(&text),
+            ));
+            if let Some(leak) = shown_heading_id(&text) {
+                failures.push(format!(
+                    "{lang}: {name} shows \"{leak}\" as text: a message that is a heading here \
+                     and something else elsewhere needs its English to carry the id (`## Title {{#id}}`)"
+                ));
+            }
+        }
+    }
+    Ok(failures)
+}
+
+/// The problems of an edition's page that lacks a section id of the
+/// English page: links to that section would land at the page's top. (A
+/// section the edition adds, its term list, breaks nothing.)
+fn compare_sections(
+    lang: &str,
+    name: &str,
+    english: &[(String, String)],
+    translated: &[(String, String)],
+) -> Vec<String> {
+    let new: Vec<&(String, String)> = translated
+        .iter()
+        .filter(|(id, _)| !english.iter().any(|(e, _)| e == id))
+        .collect();
+    english
+        .iter()
+        .filter(|(id, _)| !translated.iter().any(|(t, _)| t == id))
+        .enumerate()
+        .map(|(n, (id, heading))| {
+            let instead = new.get(n).map_or_else(String::new, |(new_id, translated)| {
+                format!(" (the heading \"{translated}\" has the id \"{new_id}\" instead?)")
+            });
+            format!(
+                "{lang}: {name} has no section \"{id}\" (the English heading \"{heading}\"){instead}: \
+                 end the heading's translation with {{#{id}}} so that links to it still work"
+            )
+        })
+        .collect()
+}
+
+/// The `<h2>`…`<h6>` ids of a rendered page, with each heading's text.
+fn heading_ids(html: &str) -> Vec<(String, String)> {
+    static RE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    let re = RE.get_or_init(|| {
+        regex::Regex::new(
+            r#"<h[2-6] id="([^"]*)"><a class="header" href="[^"]*">(.*?)</a></h[2-6]>"#,
+        )
+        .expect("a valid regex")
+    });
+    re.captures_iter(html)
+        .map(|c| {
+            (
+                c[1].to_string(),
+                html_tag_re().replace_all(&c[2], "").into_owned(),
+            )
+        })
+        .collect()
+}
+
+/// A `{#id}` the page shows as text, outside code.
+fn shown_heading_id(html: &str) -> Option<String> {
+    static RE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    let code = RE.get_or_init(|| {
+        regex::Regex::new(r"(?s)<pre.*?</pre>|<code.*?</code>|<script.*?</script>")
+            .expect("a valid regex")
+    });
+    let text = code.replace_all(html, "");
+    let at = text.find("{#")?;
+    Some(
+        text[at..]
+            .chars()
+            .take_while(|&c| c != '}')
+            .chain(['}'])
+            .collect(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use polib::message::Message;
+    use polib::metadata::CatalogMetadata;
+
+    fn catalog(messages: &[(&str, &str, &str, bool)]) -> Catalog {
+        let mut catalog = Catalog::new(CatalogMetadata::new());
+        for (source, msgid, msgstr, fuzzy) in messages {
+            let mut flags = polib::message::MessageFlags::new();
+            if *fuzzy {
+                flags.add_flag("fuzzy");
+            }
+            catalog.append_or_update(
+                Message::build_singular()
+                    .with_source(source.to_string())
+                    .with_msgid(msgid.to_string())
+                    .with_msgstr(msgstr.to_string())
+                    .with_flags(flags)
+                    .done(),
+            );
+        }
+        catalog
+    }
+
+    #[test]
+    fn a_changed_english_paragraph_makes_its_complete_page_incomplete() {
+        let config = EditionConfig {
+            complete: vec!["step-1.md".into()],
+            ..Default::default()
+        };
+        let po = catalog(&[
+            (
+                "src/step-1.md:1",
+                "Step 1: Clients",
+                "第 1 步：客户端",
+                false,
+            ),
+            (
+                "src/step-1.md:3",
+                "The Go code builds two clients.",
+                "Go 代码创建两个客户端。",
+                false,
+            ),
+        ]);
+        let before = catalog(&[
+            ("src/step-1.md:1", "Step 1: Clients", "", false),
+            (
+                "src/step-1.md:3",
+                "The Go code builds two clients.",
+                "",
+                false,
+            ),
+        ]);
+        let cover = coverage(&before, &po);
+        assert_eq!(cover["step-1.md"].translated, 2);
+        assert!(problems("zh-CN", &before, &po, &config, &cover, &CodeLines::new()).is_empty());
+
+        let after = catalog(&[
+            ("src/step-1.md:1", "Step 1: Clients", "", false),
+            (
+                "src/step-1.md:3",
+                "The Go code builds its two clients.",
+                "",
+                false,
+            ),
+        ]);
+        let cover = coverage(&after, &po);
+        assert_eq!(cover["step-1.md"].translated, 1);
+        assert_eq!(
+            cover["step-1.md"].missing,
+            vec![(3, "The Go code builds its two clients.".to_string())]
+        );
+        let found = problems("zh-CN", &after, &po, &config, &cover, &CodeLines::new());
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(
+            found[0].contains("step-1.md is marked complete, but 1 of its messages"),
+            "{}",
+            found[0]
+        );
+        assert!(found[0].contains("line 3"), "{}", found[0]);
+    }
+
+    /// The real tools on a book of one page: mdbook, mdbook-gettext and the
+    /// xgettext renderer (installed by `cargo xtask test`'s set-up).
+    #[test]
+    fn a_changed_english_paragraph_renders_in_english_and_leaves_its_page_incomplete() {
+        let tools = [crate::setup::MDBOOK, crate::setup::MDBOOK_I18N_HELPERS];
+        super::super::tools::require_tools(&tools, false).unwrap();
+        let book = tempfile::tempdir().unwrap();
+        let root = book.path();
+        std::fs::create_dir_all(root.join("src")).unwrap();
+        std::fs::create_dir_all(root.join("po")).unwrap();
+        std::fs::write(
+            root.join("book.toml"),
+            "[book]\ntitle = \"t\"\n[preprocessor.gettext]\ncommand = \"mdbook-gettext\"\n",
+        )
+        .unwrap();
+        std::fs::write(root.join("src/SUMMARY.md"), "[Page](page.md)\n").unwrap();
+        std::fs::write(
+            root.join("po/zh-CN.po"),
+            "msgid \"\"\nmsgstr \"\"\n\"Project-Id-Version: t\\n\"\n\"POT-Creation-Date: \\n\"\n\
+             \"PO-Revision-Date: \\n\"\n\"Language-Team: \\n\"\n\"Language: zh_CN\\n\"\n\"MIME-Version: 1.0\\n\"\n\
+             \"Content-Type: text/plain; charset=UTF-8\\n\"\n\"Content-Transfer-Encoding: 8bit\\n\"\n\
+             \"Plural-Forms: nplurals=1; plural=0;\\n\"\n\n\
+             msgid \"The informer lists every Foo.\"\nmsgstr \"informer 列出每个 Foo。\"\n\n\
+             msgid \"The queue holds each key once.\"\nmsgstr \"队列中每个键只保存一次。\"\n",
+        )
+        .unwrap();
+        let page = |second: &str| {
+            std::fs::write(
+                root.join("src/page.md"),
+                format!("The informer lists every Foo.\n\n{second}\n"),
+            )
+            .unwrap();
+            let out = root.join("out");
+            crate::run_tool(
+                Command::new("mdbook")
+                    .arg("build")
+                    .arg(root)
+                    .arg("-d")
+                    .arg(&out)
+                    .env("MDBOOK_BOOK__LANGUAGE", "zh-CN"),
+            )
+            .unwrap();
+            std::fs::read_to_string(out.join("page.html")).unwrap()
+        };
+
+        let html = page("The queue holds each key once.");
+        assert!(html.contains("informer 列出每个 Foo。"), "{html}");
+        assert!(html.contains("队列中每个键只保存一次。"), "{html}");
+
+        let html = page("The queue holds each key only once.");
+        assert!(html.contains("informer 列出每个 Foo。"), "{html}");
+        assert!(
+            html.contains("The queue holds each key only once."),
+            "{html}"
+        );
+        assert!(
+            !html.contains("队列中每个键只保存一次。"),
+            "the old translation is shown: {html}"
+        );
+
+        let pot = parse(&extract(root, &root.join("pot")).unwrap()).unwrap();
+        let po = parse(&root.join("po/zh-CN.po")).unwrap();
+        let cover = coverage(&pot, &po);
+        assert_eq!(cover["page.md"].translated, 1);
+        assert_eq!(
+            cover["page.md"].missing,
+            vec![(3, "The queue holds each key only once.".to_string())]
+        );
+        let config = EditionConfig {
+            complete: vec!["page.md".into()],
+            ..Default::default()
+        };
+        let found = problems("zh-CN", &pot, &po, &config, &cover, &CodeLines::new());
+        assert!(
+            found
+                .iter()
+                .any(|p| p.contains("page.md is marked complete")),
+            "{found:?}"
+        );
+    }
+
+    #[test]
+    fn a_message_whose_lines_are_all_in_code_blocks_counts_as_code() {
+        let src = tempfile::tempdir().unwrap();
+        std::fs::write(
+            src.path().join("page.md"),
+            "Text about a cluster.\n\n```sh\n# create a cluster\nkind create cluster\n```\n",
+        )
+        .unwrap();
+        let code = code_lines(src.path()).unwrap();
+        assert_eq!(code["page.md"], vec![(3, 6)]);
+        assert!(in_code("src/page.md:4", &code));
+        assert!(!in_code("src/page.md:1", &code));
+        assert!(!in_code("src/page.md:4 src/page.md:1", &code));
+    }
+
+    #[test]
+    fn a_fuzzy_translation_counts_as_not_translated() {
+        let config = EditionConfig {
+            complete: vec!["step-1.md".into()],
+            ..Default::default()
+        };
+        let pot = catalog(&[(
+            "src/step-1.md:3",
+            "The Go code builds its two clients.",
+            "",
+            false,
+        )]);
+        let po = catalog(&[(
+            "src/step-1.md:3",
+            "The Go code builds its two clients.",
+            "Go 代码创建两个客户端。",
+            true,
+        )]);
+        let cover = coverage(&pot, &po);
+        assert_eq!(cover["step-1.md"].fuzzy.len(), 1);
+        let found = problems("zh-CN", &pot, &po, &config, &cover, &CodeLines::new());
+        assert!(found[0].contains("are fuzzy"), "{found:?}");
+    }
+
+    #[test]
+    fn a_message_of_only_directives_and_code_has_nothing_to_translate() {
+        assert!(!has_prose(
+            "{{#go main.go:main/BuildConfigFromFlags..exampleClient+1}}"
+        ));
+        assert!(!has_prose("`Foo`, `FooSpec`"));
+        assert!(!has_prose("[`kube::Api`](https://docs.rs/kube)"));
+        assert!(has_prose("Go → Rust"));
+        assert!(has_prose(
+            "{{#figure performance 500 step8 rss}} at 500 Foos"
+        ));
+    }
+
+    #[test]
+    fn a_translation_that_drops_a_directive_a_link_or_a_code_span_says_which() {
+        let english = "Step 8 converged in {{#figure performance 500 step8 converged}} \
+                       ([step 2](step-2.md#the-rust-code)), with `Controller`.";
+        let good = "第 8 步在 {{#figure performance 500 step8 converged}} 内收敛\
+                    （[第 2 步](step-2.md#the-rust-code)），用的是 `Controller`。";
+        assert_eq!(lost_in_translation(english, good), None);
+
+        let no_figure = good.replace("{{#figure performance 500 step8 converged}}", "10 秒");
+        let said = lost_in_translation(english, &no_figure).unwrap();
+        assert!(
+            said.contains("lost directive {{#figure performance 500 step8 converged}}"),
+            "{said}"
+        );
+
+        let other_anchor = good.replace("#the-rust-code", "#rust-代码");
+        let said = lost_in_translation(english, &other_anchor).unwrap();
+        assert!(
+            said.contains("lost link (step-2.md#the-rust-code)"),
+            "{said}"
+        );
+        assert!(
+            said.contains("has link (step-2.md#rust-代码) that the English has not"),
+            "{said}"
+        );
+
+        let translated_code = good.replace("`Controller`", "`控制器`");
+        let said = lost_in_translation(english, &translated_code).unwrap();
+        assert!(said.contains("lost code `Controller`"), "{said}");
+
+        let include = "{{#include ../../steps/step-1/src/main.rs:main}}";
+        assert!(lost_in_translation(include, "").is_some());
+    }
+
+    #[test]
+    fn a_term_is_checked_where_the_english_uses_it_as_a_word() {
+        let terms: BTreeMap<String, String> = [
+            ("controller".to_string(), "控制器".to_string()),
+            ("work queue".to_string(), "工作队列".to_string()),
+        ]
+        .into();
+        assert!(
+            terms_missed(
+                "The controller reads its work queues.",
+                "控制器读取它的工作队列。",
+                &terms
+            )
+            .is_empty()
+        );
+        assert_eq!(
+            terms_missed(
+                "The controller reads its work queue.",
+                "这个程序读取它的工作队列。",
+                &terms
+            ),
+            vec![("controller", "控制器")]
+        );
+        // Names and code are not the term.
+        assert!(
+            terms_missed(
+                "sample-controller, `controller`, Controller, controller.go",
+                "",
+                &terms
+            )
+            .is_empty()
+        );
+        assert_eq!(terms_missed("the controller.", "", &terms).len(), 1);
+    }
+
+    #[test]
+    fn the_english_as_its_own_translation_is_refused_where_there_is_prose() {
+        let config = EditionConfig::default();
+        let text = "The informer keeps a cache of every Foo.";
+        let pot = catalog(&[
+            ("src/step-2.md:5", text, "", false),
+            ("src/step-2.md:1", "Go → Rust", "", false),
+        ]);
+        let po = catalog(&[
+            ("src/step-2.md:5", text, text, false),
+            ("src/step-2.md:1", "Go → Rust", "Go → Rust", false),
+        ]);
+        let cover = coverage(&pot, &po);
+        let found = problems("zh-CN", &pot, &po, &config, &cover, &CodeLines::new());
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(
+            found[0].contains("the translation is the English text"),
+            "{}",
+            found[0]
+        );
+    }
+
+    #[test]
+    fn a_translated_heading_without_its_english_id_is_named_with_the_id_to_add() {
+        let english = r##"<h1 id="step-1-clients"><a class="header" href="#step-1-clients">Step 1: Clients</a></h1>
+<h2 id="the-rust-code"><a class="header" href="#the-rust-code">The Rust code</a></h2>"##;
+        let kept = r##"<h1 id="第-1-步客户端"><a class="header" href="#第-1-步客户端">第 1 步：客户端</a></h1>
+<h2 id="the-rust-code"><a class="header" href="#the-rust-code">Rust 代码</a></h2>"##;
+        let lost = r##"<h2 id="rust-代码"><a class="header" href="#rust-代码">Rust 代码</a></h2>"##;
+        let (english, kept, lost) = (heading_ids(english), heading_ids(kept), heading_ids(lost));
+        assert_eq!(
+            english,
+            vec![("the-rust-code".to_string(), "The Rust code".to_string())]
+        );
+        assert!(compare_sections("zh-CN", "step-1.html", &english, &kept).is_empty());
+        let found = compare_sections("zh-CN", "step-1.html", &english, &lost);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(
+            found[0].contains(
+                "has no section \"the-rust-code\" (the English heading \"The Rust code\")"
+            ),
+            "{}",
+            found[0]
+        );
+        assert!(
+            found[0].contains("\"Rust 代码\" has the id \"rust-代码\" instead"),
+            "{}",
+            found[0]
+        );
+        assert!(
+            found[0].contains("end the heading's translation with {#the-rust-code}"),
+            "{}",
+            found[0]
+        );
+        let added =
+            heading_ids(r##"<h2 id="terms"><a class="header" href="#terms">术语</a></h2>"##);
+        let with_terms: Vec<_> = kept.iter().chain(&added).cloned().collect();
+        assert!(compare_sections("zh-CN", "step-1.html", &english, &with_terms).is_empty());
+    }
+
+    #[test]
+    fn a_heading_id_shown_as_text_is_found_outside_code() {
+        assert_eq!(
+            shown_heading_id("<td>运行 {#run-it}</td>"),
+            Some("{#run-it}".to_string())
+        );
+        assert_eq!(
+            shown_heading_id("<code>{#include x}</code><pre>{#a}</pre>"),
+            None
+        );
+    }
+}
