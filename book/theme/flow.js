@@ -12,14 +12,32 @@
 //   the view plays it back with its own timing.
 (function () {
   "use strict";
+  // The view's own words in the Chinese edition (`<html lang="zh-CN">`); the
+  // cards keep the recording's words (keys, verbs, log fields) in both.
+  const ZH = {
+    "Watch events": "watch 事件", "what the informers saw": "informer 看到了什么",
+    "Handlers": "处理函数", "which key each change enqueues": "每个变化把哪个键入队",
+    "Work queue": "工作队列", "keys waiting, with their backoff": "等待中的键及其退避",
+    "Workers": "worker", "the key each worker syncs": "每个 worker 正在同步的键",
+    "API requests": "API 请求", "what the syncs and watches sent": "同步和 watch 发出了什么",
+    "Events": "Event", "what the controller recorded": "控制器记录了什么",
+    "waiting for the first line": "等待第一行", "nothing yet": "还没有", "empty": "空",
+    "ready": "就绪", "close": "关闭", "History of ": "历史：",
+    "▶ play": "▶ 播放", "⏸ pause": "⏸ 暂停", "⟲ restart": "⟲ 重新开始", "» show all": "» 全部显示",
+    "played ": "已播放 ", "playing ": "正在播放 ", "paused at ": "暂停于 ", " of ": " / ", " lines": " 行",
+    " (quiet spells shortened)": "（安静的时段已缩短）",
+    "disconnected: is cargo xtask watch still running?": "已断开：cargo xtask watch 还在运行吗？",
+    "no recording named ": "没有这个名字的录制：",
+  };
+  const tr = (text) => (document.documentElement.lang === "zh-CN" && ZH[text]) || text;
 
   const LANES = [
-    ["watch", "Watch events", "what the informers saw"],
-    ["handler", "Handlers", "which key each change enqueues"],
-    ["queue", "Work queue", "keys waiting, with their backoff"],
-    ["worker", "Workers", "the key each worker syncs"],
-    ["api", "API requests", "what the syncs and watches sent"],
-    ["event", "Events", "what the controller recorded"],
+    ["watch", tr("Watch events"), tr("what the informers saw")],
+    ["handler", tr("Handlers"), tr("which key each change enqueues")],
+    ["queue", tr("Work queue"), tr("keys waiting, with their backoff")],
+    ["worker", tr("Workers"), tr("the key each worker syncs")],
+    ["api", tr("API requests"), tr("what the syncs and watches sent")],
+    ["event", tr("Events"), tr("what the controller recorded")],
   ];
   const RECENT = 9; // cards kept in a lane of recent things
   const GAP = 3; // a replay skips quiet spells longer than this (seconds)
@@ -115,7 +133,7 @@
       const root = this.root;
       root.textContent = "";
       this.bar = el("div", "flow-bar");
-      this.status = el("span", "flow-status", "waiting for the first line");
+      this.status = el("span", "flow-status", tr("waiting for the first line"));
       this.bar.append(this.status);
       root.append(this.bar);
       const grid = el("div", "flow-lanes");
@@ -130,7 +148,7 @@
         // happened last, newest first.
         const state = el("div", "flow-lane-state");
         const log = el("div", "flow-lane-log");
-        log.append(el("div", "flow-empty", "nothing yet"));
+        log.append(el("div", "flow-empty", tr("nothing yet")));
         lane.append(head, state, log);
         grid.append(lane);
         this.lanes[name] = { state, log };
@@ -237,12 +255,12 @@
         if (wait > 0) chip.classList.add("flow-chip-delayed");
         this.queueChips.append(chip);
       }
-      if (!this.waiting.size) this.queueChips.append(el("div", "flow-empty", "empty"));
+      if (!this.waiting.size) this.queueChips.append(el("div", "flow-empty", tr("empty")));
     }
 
     countdown(due) {
       const wait = due - this.clock;
-      return wait > 0 ? "in " + ms(wait * 1000) : "ready";
+      return wait > 0 ? "in " + ms(wait * 1000) : tr("ready");
     }
 
     drawWorkers() {
@@ -289,8 +307,8 @@
       box.hidden = false;
       box.textContent = "";
       const head = el("div", "flow-history-head");
-      head.append(el("strong", "", "History of " + key));
-      const close = el("button", "flow-button", "close");
+      head.append(el("strong", "", tr("History of ") + key));
+      const close = el("button", "flow-button", tr("close"));
       close.addEventListener("click", (e) => {
         e.stopPropagation();
         this.selected = null;
@@ -324,7 +342,7 @@
       view.status.textContent = "live: " + view.lines.length + " lines, t = " + (line.t || 0).toFixed(1) + " s";
     };
     source.onerror = () => {
-      view.status.textContent = "disconnected: is cargo xtask watch still running?";
+      view.status.textContent = tr("disconnected: is cargo xtask watch still running?");
     };
     setInterval(() => {
       if (last) view.tick(last[0] + (performance.now() - last[1]) / 1000);
@@ -336,8 +354,8 @@
   function replay(root, lines) {
     const view = new FlowView(root);
     const controls = el("span", "flow-controls");
-    const play = el("button", "flow-button", "▶ play");
-    const restart = el("button", "flow-button", "⟲ restart");
+    const play = el("button", "flow-button", tr("▶ play"));
+    const restart = el("button", "flow-button", tr("⟲ restart"));
     const speed = el("select", "flow-speed");
     for (const s of [0.25, 0.5, 1, 2, 5]) {
       const option = el("option", "", s + "×");
@@ -345,7 +363,7 @@
       if (s === 1) option.selected = true;
       speed.append(option);
     }
-    const all = el("button", "flow-button", "» show all");
+    const all = el("button", "flow-button", tr("» show all"));
     controls.append(play, restart, speed, all);
     view.bar.prepend(controls);
 
@@ -366,8 +384,11 @@
     function status() {
       const total = lines.length;
       view.status.textContent =
-        (next >= total ? "played " : running ? "playing " : "paused at ") + next + " of " + total + " lines" +
-        (skipped > 0 ? " (quiet spells shortened)" : "");
+        tr(next >= total ? "played " : running ? "playing " : "paused at ") + next + tr(" of ") + total + tr(" lines") +
+        (skipped > 0 ? tr(" (quiet spells shortened)") : "");
+      // Where the replay is, in numbers (the book check reads them).
+      view.status.dataset.played = next;
+      view.status.dataset.total = total;
     }
     function frame(now) {
       if (!running) return;
@@ -381,7 +402,7 @@
       status();
       if (next >= lines.length) {
         running = false;
-        play.textContent = "▶ play";
+        play.textContent = tr("▶ play");
         status();
         return;
       }
@@ -390,13 +411,13 @@
     function start() {
       running = true;
       lastFrame = 0;
-      play.textContent = "⏸ pause";
+      play.textContent = tr("⏸ pause");
       requestAnimationFrame(frame);
     }
     play.addEventListener("click", () => {
       if (running) {
         running = false;
-        play.textContent = "▶ play";
+        play.textContent = tr("▶ play");
         status();
       } else {
         if (next >= lines.length) reset();
@@ -409,7 +430,7 @@
       view.bar.prepend(controls);
       next = 0;
       at = shown.length ? shown[0] : 0;
-      play.textContent = "▶ play";
+      play.textContent = tr("▶ play");
       status();
     }
     restart.addEventListener("click", () => {
@@ -418,7 +439,7 @@
     });
     all.addEventListener("click", () => {
       running = false;
-      play.textContent = "▶ play";
+      play.textContent = tr("▶ play");
       while (next < lines.length) view.add(lines[next++]);
       at = shown.length ? shown[shown.length - 1] : 0;
       view.tick(lines.length ? lines[lines.length - 1].t || 0 : 0);
@@ -433,7 +454,7 @@
     if (root.dataset.live) return live(root, root.dataset.live);
     const data = document.getElementById("flow-trace-" + root.dataset.trace);
     if (!data) {
-      root.textContent = "no recording named " + root.dataset.trace;
+      root.textContent = tr("no recording named ") + root.dataset.trace;
       return;
     }
     const lines = data.textContent

@@ -44,8 +44,10 @@ use anyhow::{Context, Result, ensure};
 struct Job {
     page: PathBuf,
     /// `?gosource=go#…` for the Go side, `?flow#…` for the first flow
-    /// replay (both rendered in an iframe), or "".
+    /// replay (both rendered in an iframe), `?search=…` for a search, or "".
     suffix: String,
+    /// Whether the page is shown in an iframe (a scrolled page: see above).
+    framed: bool,
     screenshot: PathBuf,
 }
 
@@ -54,7 +56,7 @@ impl Job {
     /// next to the screenshot that shows it in an iframe.
     fn url(&self) -> Result<String> {
         let page = format!("file://{}{}", self.page.display(), self.suffix);
-        if self.suffix.is_empty() {
+        if !self.framed {
             return Ok(page);
         }
         let wrapper = self.screenshot.with_extension("html");
@@ -94,6 +96,7 @@ pub fn check_pages(html: &Path, screenshots: &Path) -> Result<Vec<String>> {
         jobs.push(Job {
             page: page.clone(),
             suffix: String::new(),
+            framed: false,
             screenshot: screenshots.join(format!("{stem}.png")),
         });
         // print.html repeats every chapter: its Go side adds nothing.
@@ -102,6 +105,7 @@ pub fn check_pages(html: &Path, screenshots: &Path) -> Result<Vec<String>> {
             jobs.push(Job {
                 page: page.clone(),
                 suffix: format!("?gosource=go#{id}"),
+                framed: true,
                 screenshot: screenshots.join(format!("{stem}-go.png")),
             });
         }
@@ -109,6 +113,7 @@ pub fn check_pages(html: &Path, screenshots: &Path) -> Result<Vec<String>> {
             jobs.push(Job {
                 page: page.clone(),
                 suffix: format!("?flow#{id}"),
+                framed: true,
                 screenshot: screenshots.join(format!("{stem}-flow.png")),
             });
         }
@@ -165,6 +170,82 @@ pub fn check_pages(html: &Path, screenshots: &Path) -> Result<Vec<String>> {
         pages.len(),
         screenshots.display()
     );
+    Ok(failures)
+}
+
+/// Searches an edition for each of `terms` in headless Chromium, as a reader
+/// would (`index.html?search=TERM`, mdBook's searcher runs the search from
+/// the URL): each must find at least one section, the first result's page
+/// must hold the term, and the console must stay silent. The failures.
+pub fn check_search(edition: &Path, terms: &[&str], screenshots: &Path) -> Result<Vec<String>> {
+    std::fs::create_dir_all(screenshots)?;
+    let page = edition.join("index.html");
+    let mut failures = Vec::new();
+    for (n, term) in terms.iter().enumerate() {
+        let encoded: String = term
+            .bytes()
+            .map(|b| {
+                if b.is_ascii_alphanumeric() {
+                    (b as char).to_string()
+                } else {
+                    format!("%{b:02X}")
+                }
+            })
+            .collect();
+        let job = Job {
+            page: page.clone(),
+            suffix: format!("?search={encoded}"),
+            framed: false,
+            screenshot: screenshots.join(format!("search-{n}.png")),
+        };
+        let rendered = match render(&job, n % 2) {
+            Ok(rendered) => rendered,
+            Err(err) => {
+                failures.push(format!("search {term:?}: {err:#}"));
+                continue;
+            }
+        };
+        let header = elements(
+            &rendered.dom,
+            "<div id=\"mdbook-searchresults-header\"",
+            "</div>",
+        )
+        .first()
+        .map(|h| {
+            h.split_once('>')
+                .map_or(*h, |(_, text)| text)
+                .trim()
+                .to_string()
+        })
+        .unwrap_or_default();
+        let results = elements(&rendered.dom, "<ul id=\"mdbook-searchresults\"", "</ul>")
+            .first()
+            .map(|list| list.matches("<li").count())
+            .unwrap_or(0);
+        let first = elements(&rendered.dom, "<ul id=\"mdbook-searchresults\"", "</ul>")
+            .first()
+            .and_then(|list| list.split_once("href=\""))
+            .and_then(|(_, rest)| rest.split(['?', '#', '"']).next())
+            .map(str::to_string);
+        for message in &rendered.console {
+            failures.push(format!("search {term:?}: console: {message}"));
+        }
+        if results == 0 {
+            failures.push(format!("search {term:?} found nothing ({header:?})"));
+            continue;
+        }
+        let Some(first) = first else {
+            failures.push(format!("search {term:?}: a result without a link"));
+            continue;
+        };
+        let text = std::fs::read_to_string(edition.join(&first)).unwrap_or_default();
+        if !text.contains(term) {
+            failures.push(format!(
+                "search {term:?}: the first result, {first}, does not contain it"
+            ));
+        }
+        println!("    search {term:?}: {results} results, the first in {first}");
+    }
     Ok(failures)
 }
 
@@ -367,8 +448,8 @@ fn judge_flows(source: &str, dom: &str) -> (Vec<String>, usize) {
             "{replays} flow replays, {lanes} lanes drawn (6 each; did flow.js run?)"
         ));
     }
-    // The recordings' lines, as the page holds them, and the status of each
-    // view: "played N of N lines".
+    // The recordings' lines, as the page holds them, and where each view's
+    // replay is (its status's `data-played` and `data-total`, in any edition).
     let recorded: Vec<usize> = elements(
         source,
         "<script type=\"application/json\" id=\"flow-trace-",
@@ -383,15 +464,19 @@ fn judge_flows(source: &str, dom: &str) -> (Vec<String>, usize) {
             .count()
     })
     .collect();
-    let played: Vec<(usize, usize)> =
-        elements(dom, "<span class=\"flow-status\">played ", " lines")
-            .iter()
-            .filter_map(|status| {
-                let text = status.split("played ").nth(1)?.trim_end_matches(" lines");
-                let (n, of) = text.split_once(" of ")?;
-                Some((n.parse().ok()?, of.parse().ok()?))
-            })
-            .collect();
+    let attribute = |element: &str, name: &str| -> Option<usize> {
+        let (_, rest) = element.split_once(&format!("{name}=\""))?;
+        rest.split('"').next()?.parse().ok()
+    };
+    let played: Vec<(usize, usize)> = elements(dom, "<span class=\"flow-status\"", "</span>")
+        .iter()
+        .filter_map(|status| {
+            Some((
+                attribute(status, "data-played")?,
+                attribute(status, "data-total")?,
+            ))
+        })
+        .collect();
     let wanted: Vec<(usize, usize)> = recorded.iter().map(|&n| (n, n)).collect();
     if played != wanted {
         problems.push(format!(
@@ -438,22 +523,24 @@ mod tests {
     const SOURCE: &str = "<div class=\"flow-view\" id=\"flow-a\" data-trace=\"a\"></div>\n\
         <script type=\"application/json\" id=\"flow-trace-a\">\n{\"t\":1}\n{\"t\":2}\n</script>\n";
 
-    fn dom(lanes: usize, status: &str) -> String {
+    fn dom(lanes: usize, played: usize, total: usize, text: &str) -> String {
         let lanes = "<section class=\"flow-lane flow-lane-x\"></section>".repeat(lanes);
         format!(
-            "<div class=\"flow-view\"><div class=\"flow-bar\"><span class=\"flow-status\">{status}</span></div>{lanes}</div>"
+            "<div class=\"flow-view\"><div class=\"flow-bar\"><span class=\"flow-status\" \
+             data-played=\"{played}\" data-total=\"{total}\">{text}</span></div>{lanes}</div>"
         )
     }
 
     #[test]
     fn a_replay_is_drawn_when_its_lanes_are_there_and_all_its_lines_were_played() {
-        let (problems, replays) = judge_flows(SOURCE, &dom(6, "played 2 of 2 lines"));
+        let (problems, replays) = judge_flows(SOURCE, &dom(6, 2, 2, "played 2 of 2 lines"));
         assert_eq!((problems, replays), (vec![], 1));
-        let (problems, _) = judge_flows(
-            SOURCE,
-            &dom(6, "played 2 of 2 lines (quiet spells shortened)"),
+        let (problems, _) =
+            judge_flows(SOURCE, &dom(6, 2, 2, "已播放 2 / 2 行（安静的时段已缩短）"));
+        assert!(
+            problems.is_empty(),
+            "in the Chinese edition too: {problems:?}"
         );
-        assert!(problems.is_empty(), "{problems:?}");
     }
 
     #[test]
@@ -461,7 +548,7 @@ mod tests {
         let (problems, _) = judge_flows(SOURCE, "<div class=\"flow-view\"></div>");
         assert_eq!(problems.len(), 2, "{problems:?}");
         assert!(problems[0].contains("0 lanes drawn"), "{problems:?}");
-        let (problems, _) = judge_flows(SOURCE, &dom(6, "played 1 of 2 lines"));
+        let (problems, _) = judge_flows(SOURCE, &dom(6, 1, 2, "paused at 1 of 2 lines"));
         assert_eq!(problems.len(), 1, "{problems:?}");
         assert!(problems[0].contains("[(2, 2)]"), "{problems:?}");
         // A page without replays asks nothing of them.

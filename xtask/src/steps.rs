@@ -85,7 +85,9 @@ fn branch_rows(steps: &[Step]) -> Result<Vec<String>> {
                                 behaviour.chapter
                             ),
                         ),
-                        (None, None, None) => (check.to_string(), "none kept yet".to_string()),
+                        // The check's own words, as its report prints them (in
+                        // every edition of the book: the report is English).
+                        (None, None, None) => (format!("`{check}`"), "none kept yet".to_string()),
                         _ => bail!("{which}: `wrong`, `mistake` and `fix` go together"),
                     }
                 }

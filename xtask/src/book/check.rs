@@ -72,11 +72,23 @@ pub fn check() -> Result<()> {
         &crate::repo_root().join("target/book-screenshots"),
     )?);
     for lang in super::i18n::EDITIONS {
-        failures.extend(crate::chromium::check_pages(
-            &book.join("book").join(lang),
-            &crate::repo_root()
-                .join("target/book-screenshots")
-                .join(lang),
+        let edition = book.join("book").join(lang);
+        let screenshots = crate::repo_root()
+            .join("target/book-screenshots")
+            .join(lang);
+        failures.extend(crate::chromium::check_pages(&edition, &screenshots)?);
+        println!("==> book check: the {lang} edition's search finds each term of its term list");
+        let config = super::i18n::edition_config(lang)?;
+        let terms: Vec<&str> = config
+            .terms
+            .iter()
+            .filter(|(english, translated)| english != translated)
+            .map(|(_, translated)| translated.as_str())
+            .collect();
+        failures.extend(crate::chromium::check_search(
+            &edition,
+            &terms,
+            &screenshots,
         )?);
     }
     fail(&failures)?;

@@ -15,7 +15,8 @@
 //!   `book/po/messages.pot` (generated, gitignored) and merges them into each
 //!   catalogue with GNU gettext's `msgmerge`: a new message comes in empty, a
 //!   changed one keeps its old translation marked fuzzy for the translator
-//!   to check. It prints each page's coverage.
+//!   to check. It prints each page's coverage, and what the check will
+//!   refuse in the translations.
 //! * `cargo xtask book build` renders English into `book/book` and each
 //!   edition into `book/book/LANG` ([`build_editions`]).
 //! * `cargo xtask book check` ([`check`]) extracts the English of now and
@@ -59,6 +60,10 @@ pub struct EditionConfig {
     /// edition's term. A term kept in English maps to itself.
     #[serde(default)]
     pub terms: BTreeMap<String, String>,
+    /// The words `{{#figure}}` writes in place of a figure that is words (a
+    /// verdict of the benchmark), in the edition's language.
+    #[serde(default)]
+    pub figure_words: BTreeMap<String, String>,
     /// The section `{{#terms}}` makes of the term list in the glossary.
     #[serde(default)]
     pub glossary: GlossarySection,
@@ -138,7 +143,8 @@ fn prose_words(msgid: &str) -> usize {
 
 fn directive_re() -> &'static regex::Regex {
     static RE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
-    RE.get_or_init(|| regex::Regex::new(r"\{\{#[^}]*\}\}").expect("a valid regex"))
+    // A figure's line pattern holds `{}` and `{..}`: one level of braces inside.
+    RE.get_or_init(|| regex::Regex::new(r"\{\{#(?:[^{}]|\{[^{}]*\})*\}\}").expect("a valid regex"))
 }
 
 fn code_span_re() -> &'static regex::Regex {
@@ -512,6 +518,14 @@ pub fn update() -> Result<()> {
         let cover = coverage(&pot_catalog, &po_catalog);
         println!("Updated {} from {}", rel(&po), rel(&pot));
         print_coverage(lang, &cover, &config);
+        let code = code_lines(&book.join("src"))?;
+        let found = problems(lang, &pot_catalog, &po_catalog, &config, &cover, &code);
+        if !found.is_empty() {
+            println!(
+                "    what `cargo xtask book check` will refuse:\n  - {}",
+                found.join("\n  - ")
+            );
+        }
     }
     Ok(())
 }
@@ -528,7 +542,8 @@ fn run_gettext(command: &mut Command) -> Result<()> {
 }
 
 /// Renders each edition into `book/book/LANG` (after the English, whose
-/// build empties `book/book`).
+/// build empties `book/book`), and rebuilds its search index for text
+/// without spaces (search.rs).
 pub fn build_editions(book: &Path) -> Result<()> {
     for lang in EDITIONS {
         let dest = book.join("book").join(lang);
@@ -542,7 +557,11 @@ pub fn build_editions(book: &Path) -> Result<()> {
                 .env("MDBOOK_BOOK__LANGUAGE", lang)
                 .env("MDBOOK_BOOK__TITLE", &config.title),
         )?;
-        println!("Built {}", dest.join("index.html").display());
+        let tokens = super::search::rewrite_index(&dest)?;
+        println!(
+            "Built {} (search index rebuilt for Chinese text: {tokens} tokens)",
+            dest.join("index.html").display()
+        );
     }
     Ok(())
 }
@@ -598,6 +617,14 @@ pub fn check_rendered(html: &Path) -> Result<Vec<String>> {
                      and something else elsewhere needs its English to carry the id (`## Title {{#id}}`)"
                 ));
             }
+            let (want, have) = (admonitions(&english), admonitions(&text));
+            if want != have {
+                failures.push(format!(
+                    "{lang}: {name} has {have} admonitions (notes, warnings), the English page {want}: \
+                     a translated `> [!NOTE]` lost its marker (preprocess/alerts.rs puts back the one \
+                     gettext escapes)"
+                ));
+            }
         }
     }
     Ok(failures)
@@ -649,6 +676,11 @@ fn heading_ids(html: &str) -> Vec<(String, String)> {
             )
         })
         .collect()
+}
+
+/// How many admonitions (`> [!NOTE]` and its kin) a rendered page shows.
+fn admonitions(html: &str) -> usize {
+    html.matches("<blockquote class=\"blockquote-tag ").count()
 }
 
 /// A `{#id}` the page shows as text, outside code.

@@ -42,6 +42,7 @@ mod outputs;
 mod recordings;
 mod runit;
 mod scenarios;
+mod search;
 mod tools;
 mod typed;
 

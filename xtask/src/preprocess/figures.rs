@@ -77,7 +77,14 @@ const DIRECTIVE: &str = "{{#figure ";
 
 /// `page` with every `{{#figure RUN KEY}}` replaced by the figure, read
 /// from `outputs/RUN.json` (or `.txt`, `.jsonl`) under `src` (`book/src`).
-pub(super) fn expand(page_name: &str, page: &str, src: &Path) -> Result<String> {
+/// A figure that is words (a verdict such as "lower in every run") is put
+/// in the edition's words where `words` has them (book/po/LANG.toml).
+pub(super) fn expand(
+    page_name: &str,
+    page: &str,
+    src: &Path,
+    words: &BTreeMap<String, String>,
+) -> Result<String> {
     let mut runs: BTreeMap<String, Capture> = BTreeMap::new();
     super::replace_directives(page_name, page, DIRECTIVE, |inside, line| {
         let (run, key) = inside.split_once(' ').unwrap_or((inside, ""));
@@ -120,7 +127,7 @@ pub(super) fn expand(page_name: &str, page: &str, src: &Path) -> Result<String> 
                 known.join(", ")
             );
         };
-        Ok(figure.clone())
+        Ok(words.get(figure).unwrap_or(figure).clone())
     })
 }
 
@@ -370,12 +377,47 @@ mod tests {
         )
         .unwrap();
         let page = "{{#figure build step-1 HEAD wall}}, {{#figure build step-1  HEAD vs-floor}}×";
-        assert_eq!(expand("p.md", page, &dir).unwrap(), "64.0 s, 0.91×");
-        let err = expand("p.md", "{{#figure build floor HEAD wall}}", &dir).unwrap_err();
+        assert_eq!(
+            expand("p.md", page, &dir, &BTreeMap::new()).unwrap(),
+            "64.0 s, 0.91×"
+        );
+        let err = expand(
+            "p.md",
+            "{{#figure build floor HEAD wall}}",
+            &dir,
+            &BTreeMap::new(),
+        )
+        .unwrap_err();
         assert!(format!("{err:#}").contains("step-1 HEAD wall"), "{err:#}");
         std::fs::write(dir.join("outputs/bad.json"), r#"{"runs": []}"#).unwrap();
-        let err = expand("p.md", "{{#figure bad x}}", &dir).unwrap_err();
+        let err = expand("p.md", "{{#figure bad x}}", &dir, &BTreeMap::new()).unwrap_err();
         assert!(format!("{err:#}").contains("no \"figures\""), "{err:#}");
+    }
+
+    #[test]
+    fn a_verdict_is_written_in_the_editions_words_and_a_number_as_it_is() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().to_path_buf();
+        std::fs::create_dir_all(dir.join("outputs")).unwrap();
+        std::fs::write(
+            dir.join("outputs/run.json"),
+            r#"{"figures": {"500 step8/go rss-verdict": "lower in every run", "500 go rss": "90 MiB"}}"#,
+        )
+        .unwrap();
+        let words: BTreeMap<String, String> = [(
+            "lower in every run".to_string(),
+            "每次运行都更低".to_string(),
+        )]
+        .into();
+        let page = "{{#figure run 500 step8/go rss-verdict}}, {{#figure run 500 go rss}}";
+        assert_eq!(
+            expand("p.md", page, &dir, &words).unwrap(),
+            "每次运行都更低, 90 MiB"
+        );
+        assert_eq!(
+            expand("p.md", page, &dir, &BTreeMap::new()).unwrap(),
+            "lower in every run, 90 MiB"
+        );
     }
 
     #[test]
@@ -391,17 +433,28 @@ mod tests {
         let page =
             "Step 8 took {{#figure run 500 step8 converged}}, Go {{#figure run 500 go converged}}.";
         assert_eq!(
-            expand("p.md", page, &dir).unwrap(),
+            expand("p.md", page, &dir, &BTreeMap::new()).unwrap(),
             "Step 8 took 5.3 s, Go 100.5 s."
         );
-        let err = expand("p.md", "a\n{{#figure run 500 step9 converged}}", &dir)
-            .unwrap_err()
-            .to_string();
+        let err = expand(
+            "p.md",
+            "a\n{{#figure run 500 step9 converged}}",
+            &dir,
+            &BTreeMap::new(),
+        )
+        .unwrap_err()
+        .to_string();
         assert!(
             err.contains("p.md:2") && err.contains("500 step8 converged"),
             "{err}"
         );
-        let err = expand("p.md", "{{#figure nothing 500 go rss}}", &dir).unwrap_err();
+        let err = expand(
+            "p.md",
+            "{{#figure nothing 500 go rss}}",
+            &dir,
+            &BTreeMap::new(),
+        )
+        .unwrap_err();
         assert!(format!("{err:#}").contains("nothing.txt"), "{err:#}");
     }
 
@@ -417,7 +470,8 @@ mod tests {
             let page = std::fs::read_to_string(&path).unwrap();
             directives += page.matches(DIRECTIVE).count();
             let name = path.file_name().unwrap().to_string_lossy();
-            let expanded = expand(&name, &page, &src).unwrap_or_else(|e| panic!("{e:#}"));
+            let expanded =
+                expand(&name, &page, &src, &BTreeMap::new()).unwrap_or_else(|e| panic!("{e:#}"));
             assert!(!expanded.contains(DIRECTIVE), "{name}");
         }
         assert!(directives > 100, "{directives} figures in the book");
@@ -479,8 +533,17 @@ step-8: 2 of 3 behaviours pass
         std::fs::write(dir.join("outputs/lost.txt"), TRANSCRIPT).unwrap();
         let page = "took {{#figure lost (b became leader {} after a froze)}}; \
                     {{#figure lost count pass {..}}} passed.";
-        assert_eq!(expand("p.md", page, &dir).unwrap(), "took 6.6 s; 2 passed.");
-        let err = expand("p.md", "\n\n{{#figure lost (c became leader {})}}", &dir).unwrap_err();
+        assert_eq!(
+            expand("p.md", page, &dir, &BTreeMap::new()).unwrap(),
+            "took 6.6 s; 2 passed."
+        );
+        let err = expand(
+            "p.md",
+            "\n\n{{#figure lost (c became leader {})}}",
+            &dir,
+            &BTreeMap::new(),
+        )
+        .unwrap_err();
         let err = format!("{err:#}");
         assert!(
             err.contains("p.md:3") && err.contains("no line matches"),

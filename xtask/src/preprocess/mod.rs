@@ -8,13 +8,16 @@
 //! - `{{#version NAME}}`: a pinned version of versions.toml ([`versions`]);
 //! - `{{#figure RUN KEY}}`: a figure of a capture ([`figures`]);
 //! - `{{#flow NAME}}`: a recorded flow, replayed in the page ([`flows`]);
-//! - `{{#terms}}`: a translated edition's term list ([`terms`]).
+//! - `{{#terms}}`: a translated edition's term list ([`terms`]);
+//!
+//! and first puts back the admonition markers a translation broke ([`alerts`]).
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, ensure};
 use clap::Subcommand;
 
+mod alerts;
 pub mod figures;
 mod flows;
 mod terms;
@@ -73,10 +76,15 @@ pub fn preprocess(command: Option<PreprocessCommand>) -> Result<()> {
 /// A page with every directive and `go:` link expanded, in the order each
 /// may produce the next one's input.
 fn expand_page(page: &str, content: &str, src: &Path, language: Option<&str>) -> Result<String> {
-    let expanded = crate::gosource::expand(page, content)?;
+    let expanded = alerts::restore(content);
+    let expanded = crate::gosource::expand(page, &expanded)?;
     let expanded = terms::expand(&expanded, language)?;
     let expanded = versions::expand(page, &expanded)?;
-    let expanded = figures::expand(page, &expanded, src)?;
+    let words = match language.filter(|l| crate::book::i18n::EDITIONS.contains(l)) {
+        Some(lang) => crate::book::i18n::edition_config(lang)?.figure_words,
+        None => Default::default(),
+    };
+    let expanded = figures::expand(page, &expanded, src, &words)?;
     flows::expand(page, &expanded, src)
 }
 
