@@ -28,8 +28,8 @@ use crate::run_tool as run;
 pub struct BookTool {
     /// Its crate name.
     pub name: &'static str,
-    /// The command mdBook runs, and whether it says its version.
-    pub command: Probe,
+    /// How its installed version is found.
+    pub probe: Probe,
     /// The exact version `cargo install` gets.
     pub version: &'static str,
     /// Extra `cargo install` arguments.
@@ -63,14 +63,14 @@ pub enum Probe {
 /// mdBook itself (with search, without the live-reload server's extras).
 pub const MDBOOK: BookTool = BookTool {
     name: "mdbook",
-    command: Probe::VersionFlag,
+    probe: Probe::VersionFlag,
     version: "0.5.4",
     features: &["--no-default-features", "--features", "search"],
 };
 /// The mermaid preprocessor (diagrams).
 pub const MDBOOK_MERMAID: BookTool = BookTool {
     name: "mdbook-mermaid",
-    command: Probe::VersionFlag,
+    probe: Probe::VersionFlag,
     version: "0.17.1",
     features: &[],
 };
@@ -79,7 +79,7 @@ pub const MDBOOK_MERMAID: BookTool = BookTool {
 /// messages (book/i18n.rs).
 pub const MDBOOK_I18N_HELPERS: BookTool = BookTool {
     name: "mdbook-i18n-helpers",
-    command: Probe::CargoList("mdbook-gettext"),
+    probe: Probe::CargoList("mdbook-gettext"),
     version: "0.4.0",
     features: &[],
 };
@@ -376,7 +376,7 @@ pub fn which(name: &str) -> Option<PathBuf> {
 /// --version` prints (`mdbook v0.5.4` → `0.5.4`), or its crate's line in
 /// `cargo install --list` (`mdbook-i18n-helpers v0.4.0:`).
 pub fn installed_version(tool: &BookTool) -> Option<String> {
-    let name = match tool.command {
+    let name = match tool.probe {
         Probe::VersionFlag => tool.name,
         Probe::CargoList(command) => {
             which(command)?;

@@ -333,7 +333,7 @@ pub type CodeLines = BTreeMap<String, Vec<(usize, usize)>>;
 /// their messages are comments and labels, where a term can be part of a
 /// command and the English can stay as it is.
 fn code_lines(src: &Path) -> Result<CodeLines> {
-    use pulldown_cmark::{Event, Parser, Tag};
+    use crate::markdown::{code_blocks, line_of};
     let mut pages = CodeLines::new();
     for entry in std::fs::read_dir(src)? {
         let path = entry?.path();
@@ -341,11 +341,14 @@ fn code_lines(src: &Path) -> Result<CodeLines> {
             continue;
         }
         let text = std::fs::read_to_string(&path)?;
-        let line = |at: usize| text[..at].matches('\n').count() + 1;
-        let blocks = Parser::new(&text)
-            .into_offset_iter()
-            .filter(|(event, _)| matches!(event, Event::Start(Tag::CodeBlock(_))))
-            .map(|(_, range)| (line(range.start), line(range.end.saturating_sub(1))))
+        let blocks = code_blocks(&text)
+            .iter()
+            .map(|b| {
+                (
+                    line_of(&text, b.range.start),
+                    line_of(&text, b.range.end.saturating_sub(1)),
+                )
+            })
             .collect();
         let name = path
             .file_name()
@@ -513,13 +516,8 @@ pub fn update() -> Result<()> {
                 .arg(&po)
                 .arg(&po),
         )?;
-        let (pot_catalog, po_catalog) = (parse(&pot)?, parse(&po)?);
-        let config = edition_config(lang)?;
-        let cover = coverage(&pot_catalog, &po_catalog);
         println!("Updated {} from {}", rel(&po), rel(&pot));
-        print_coverage(lang, &cover, &config);
-        let code = code_lines(&book.join("src"))?;
-        let found = problems(lang, &pot_catalog, &po_catalog, &config, &cover, &code);
+        let found = review(lang, &parse(&pot)?, &code_lines(&book.join("src"))?)?;
         if !found.is_empty() {
             println!(
                 "    what `cargo xtask book check` will refuse:\n  - {}",
@@ -574,13 +572,19 @@ pub fn check(book: &Path) -> Result<Vec<String>> {
     let code = code_lines(&book.join("src"))?;
     let mut failures = Vec::new();
     for lang in EDITIONS {
-        let po = parse(&po_dir().join(format!("{lang}.po")))?;
-        let config = edition_config(lang)?;
-        let cover = coverage(&pot, &po);
-        print_coverage(lang, &cover, &config);
-        failures.extend(problems(lang, &pot, &po, &config, &cover, &code));
+        failures.extend(review(lang, &pot, &code)?);
     }
     Ok(failures)
+}
+
+/// One edition's catalogue against the English `pot`: its coverage printed,
+/// what the check refuses returned.
+fn review(lang: &str, pot: &Catalog, code: &CodeLines) -> Result<Vec<String>> {
+    let po = parse(&po_dir().join(format!("{lang}.po")))?;
+    let config = edition_config(lang)?;
+    let cover = coverage(pot, &po);
+    print_coverage(lang, &cover, &config);
+    Ok(problems(lang, pot, &po, &config, &cover, code))
 }
 
 /// The rendered half: every page of an edition has the English page's
