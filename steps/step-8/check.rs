@@ -5,6 +5,8 @@
 //! by testcluster/build.rs because this file exists); `cargo xtask check step-8` runs it
 //! against a starter or, with `--reference`, this step.
 
+use std::sync::Arc;
+
 use futures::StreamExt;
 
 use super::cluster::*;
@@ -14,6 +16,9 @@ use super::*;
 pub(crate) const SCENARIOS: &[CheckScenario] = &[
     CheckScenario::new(STEP_8_APPLY, |s| Box::pin(step_8_apply(s))),
     CheckScenario::new(STEP_8_RESTARTS, |s| Box::pin(step_8_restarts(s))),
+    CheckScenario::new(&[STEP_8_STOPS_BEFORE_THE_LIST], |s| {
+        Box::pin(step_8_early_stop(s))
+    }),
     CheckScenario::new(&[STEP_8_FOREIGN], |s| {
         Box::pin(foreign_untouched(s, STEP_8_FOREIGN))
     }),
@@ -61,11 +66,16 @@ pub(super) const STEP_8_APPLY: &[Behaviour] = &[
     STEP_8_STOP,
 ];
 
-pub(super) const STEP_8_RESTARTED: Behaviour = Behaviour {
-    what: "started beside 5 existing Foos, starts its workers and stops on SIGTERM, 5 times in a row",
-    chapter: "step-8.md#graceful-shutdown",
+pub(super) const STEP_8_RESTART_WRITES_NOTHING: Behaviour = Behaviour {
+    what: "restarted 3 times beside its 5 synced Foos, its Deployments listed 3 s late: \
+           writes nothing, records no Event",
+    chapter: "hardening.md#the-deployment-cache-waited-for",
 };
-pub(super) const STEP_8_RESTARTS: &[Behaviour] = &[STEP_8_RESTARTED];
+pub(super) const STEP_8_RESTARTS: &[Behaviour] = &[STEP_8_RESTART_WRITES_NOTHING];
+pub(super) const STEP_8_STOPS_BEFORE_THE_LIST: Behaviour = Behaviour {
+    what: "stops on SIGTERM while its Foos are still being listed, 3 times in a row",
+    chapter: "hardening.md#a-shutdown-before-the-first-list",
+};
 pub(super) const STEP_8_FOREIGN: Behaviour = Behaviour {
     what: "refuses a Deployment the Foo does not control, and never writes to it",
     chapter: "step-8.md#the-rust-code",
@@ -305,27 +315,220 @@ async fn step_8_restarts(mut s: Scenario<'_>) -> Vec<Line> {
     scenario!(s, {
         let client = s.client().clone();
         let target = s.target;
-        s.check(STEP_8_RESTARTED, async {
+        s.check(STEP_8_RESTART_WRITES_NOTHING, async {
             let ns = namespace(&client, "step8restarts").await?;
-            for i in 0..5 {
-                let name = format!("existing-{i}");
-                create_foo(&client, &ns, &name, &name, 1).await?;
+            let names: Vec<String> = (0..5).map(|i| format!("existing-{i}")).collect();
+            for name in &names {
+                create_foo(&client, &ns, name, name, 1).await?;
             }
-            for round in 1..=5 {
-                let mut p = Program::start(target, &ns, &[])?;
+            // The first run creates the Deployments and reports them available.
+            let mut p = Program::start(target, &ns, &[])?;
+            for name in &names {
+                p.until(&format!("Foo {name} synced"), WAIT, || {
+                    converged(&client, &ns, name, name, 1)
+                })
+                .await?;
+            }
+            p.stops_cleanly(Duration::from_secs(10)).await?;
+            // Then restarts with nothing to do, behind a proxy that answers
+            // the Deployments' list 3 s late: the Foo cache fills first, as
+            // it may on any start, and a sync that does not wait for the
+            // Deployment cache (Go: WaitForCacheSync) finds no Deployment.
+            let (_proxy, behind) = behind_proxy(target, &ns, held("deployments", None)).await?;
+            for round in 1..=3 {
+                let before = Written::now(&client, &ns, &names).await?;
+                let mut p = Program::start(&behind, &ns, &[])?;
                 p.process = p.process.with_wait(Duration::from_secs(20));
-                p.started(&["Starting workers"])
-                    .await
-                    .map_err(|f| failure(format!("round {round}: {}", f.expected), f.happened))?;
+                let in_round =
+                    |f: Failure| failure(format!("restart {round}: {}", f.expected), f.happened);
+                synced_all(&mut p, &names).await.map_err(in_round)?;
                 p.stops_cleanly(Duration::from_secs(10))
                     .await
-                    .map_err(|f| failure(format!("round {round}: {}", f.expected), f.happened))?;
+                    .map_err(in_round)?;
+                let changed = before.changes(&Written::now(&client, &ns, &names).await?);
+                if !changed.is_empty() {
+                    return Err(failure(
+                        format!(
+                            "restart {round}: nothing written, no Event (every Foo is synced; \
+                             Go's Run waits for both caches before its workers start)"
+                        ),
+                        changed.join("; "),
+                    ));
+                }
             }
             Ok(())
         })
         .await?;
         Ok(())
     })
+}
+
+/// A rule for [`behind_proxy`] that holds the program's list or watch of
+/// `resource` 3 s before passing it on (its one-item preflight list goes
+/// through at once), and raises `asked` when one arrives.
+fn held(resource: &'static str, asked: Option<Arc<tokio::sync::Notify>>) -> crate::proxy::Rule {
+    Arc::new(move |method, path| {
+        let (path, query) = path.split_once('?').unwrap_or((path, ""));
+        let preflight = query.split('&').any(|pair| pair == "limit=1");
+        if method == http::Method::GET && path.ends_with(&format!("/{resource}")) && !preflight {
+            if let Some(asked) = &asked {
+                asked.notify_one();
+            }
+            crate::proxy::Action::Delay(Duration::from_secs(3))
+        } else {
+            crate::proxy::Action::Forward
+        }
+    })
+}
+
+/// Waits until the program has logged "Successfully synced" for every one of
+/// `names`, in whatever order and whenever its caches let it.
+async fn synced_all(p: &mut Program, names: &[String]) -> Checked<()> {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let missing: Vec<&str> = names
+            .iter()
+            .filter(|name| {
+                !p.output()
+                    .iter()
+                    .any(|l| has_whole(l, "Successfully synced") && has_whole(l, name))
+            })
+            .map(String::as_str)
+            .collect();
+        if missing.is_empty() {
+            return Ok(());
+        }
+        if !p.process.is_running() || tokio::time::Instant::now() >= deadline {
+            let expected = format!("\"Successfully synced\" for {}", missing.join(", "));
+            return Err(p.explain(expected, format!("none after {WAIT:?}"), false));
+        }
+        p.process.drain_for(Duration::from_millis(200)).await;
+    }
+}
+
+async fn step_8_early_stop(mut s: Scenario<'_>) -> Vec<Line> {
+    scenario!(s, {
+        let client = s.client().clone();
+        let target = s.target;
+        s.check(STEP_8_STOPS_BEFORE_THE_LIST, async {
+            let ns = namespace(&client, "step8earlystop").await?;
+            create_foo(&client, &ns, "existing", "existing", 1).await?;
+            for round in 1..=3 {
+                let asked = Arc::new(tokio::sync::Notify::new());
+                let rule = held("foos", Some(asked.clone()));
+                let (_proxy, behind) = behind_proxy(target, &ns, rule).await?;
+                let mut p = Program::start(&behind, &ns, &[])?;
+                let in_round =
+                    |f: Failure| failure(format!("round {round}: {}", f.expected), f.happened);
+                if tokio::time::timeout(WAIT, asked.notified()).await.is_err() {
+                    let happened = format!("it did not ask for its Foos within {WAIT:?}");
+                    return Err(in_round(p.explain(
+                        "a list or watch of Foos".into(),
+                        happened,
+                        false,
+                    )));
+                }
+                p.stops_cleanly(Duration::from_secs(10))
+                    .await
+                    .map_err(in_round)?;
+            }
+            Ok(())
+        })
+        .await?;
+        Ok(())
+    })
+}
+
+/// What the restarts compare before and after a run: each Foo's
+/// resourceVersion (a status write changes it), each Deployment's UID and
+/// generation (a create or a spec write changes them; the cluster's own
+/// status writes do not), and the Events about the Foos.
+struct Written {
+    foos: Vec<(String, Option<String>)>,
+    deployments: Vec<(String, Option<String>, Option<i64>)>,
+    events: usize,
+}
+
+impl Written {
+    async fn now(client: &Client, ns: &str, names: &[String]) -> Checked<Written> {
+        let mut written = Written {
+            foos: Vec::new(),
+            deployments: Vec::new(),
+            events: 0,
+        };
+        for name in names {
+            let foo = foos(client, ns)
+                .get(name)
+                .await
+                .map_err(|e| failure(format!("Foo {name} can be read"), e.to_string()))?;
+            written.foos.push((name.clone(), foo.resource_version()));
+            let d = get_deployment(client, ns, name)
+                .await
+                .map_err(|e| failure(format!("Deployment {name} can be read"), e))?;
+            written
+                .deployments
+                .push((name.clone(), d.uid(), d.metadata.generation));
+            written.events += events_for(client, ns, name)
+                .await
+                .map_err(|e| failure("the Events can be listed", e))?
+                .len();
+        }
+        Ok(written)
+    }
+
+    /// What differs in `after`, in words: which Foos and Deployments were
+    /// written, by name, and how many Events more.
+    fn changes(&self, after: &Written) -> Vec<String> {
+        let mut changed = Vec::new();
+        let foos: Vec<&str> = self
+            .foos
+            .iter()
+            .zip(&after.foos)
+            .filter(|(was, is)| was != is)
+            .map(|((name, _), _)| name.as_str())
+            .collect();
+        if !foos.is_empty() {
+            changed.push(format!(
+                "Foos written (a new resourceVersion): {}",
+                foos.join(", ")
+            ));
+        }
+        let replaced: Vec<&str> = self
+            .deployments
+            .iter()
+            .zip(&after.deployments)
+            .filter(|((_, uid, _), (_, new_uid, _))| uid != new_uid)
+            .map(|((name, ..), _)| name.as_str())
+            .collect();
+        if !replaced.is_empty() {
+            changed.push(format!(
+                "Deployments replaced (a new UID): {}",
+                replaced.join(", ")
+            ));
+        }
+        let respecced: Vec<&str> = self
+            .deployments
+            .iter()
+            .zip(&after.deployments)
+            .filter(|((_, uid, generation), (_, new_uid, new_generation))| {
+                uid == new_uid && generation != new_generation
+            })
+            .map(|((name, ..), _)| name.as_str())
+            .collect();
+        if !respecced.is_empty() {
+            changed.push(format!(
+                "Deployments' spec written (a new generation): {}",
+                respecced.join(", ")
+            ));
+        }
+        if after.events != self.events {
+            changed.push(format!(
+                "{} more Event(s) about the Foos",
+                after.events.saturating_sub(self.events)
+            ));
+        }
+        changed
+    }
 }
 
 /// What a program that created a deleted Foo's Deployment did.
