@@ -3,8 +3,10 @@
 //! plane with the arguments, environment, ServiceAccount and probes of
 //! manifests/controller.yaml and manifests/rbac.yaml.
 //!
-//! Its own test binary: the release build takes minutes of both cores and
-//! must not run beside tests that measure time.
+//! Its own test binary: the release build takes minutes of both cores.
+//! `cargo xtask test` starts it earlier, beside the tests that mostly wait
+//! on API servers, at the lowest CPU priority (xtask/src/beside.rs), so
+//! that here it is usually done.
 
 mod support;
 
@@ -14,30 +16,17 @@ use support::*;
 
 /// Builds step 8 for x86_64-unknown-linux-musl exactly as the Dockerfile
 /// does (in its own target directory, so it never waits on this test's
-/// cargo), and returns the binary's path.
+/// cargo), and returns the binary's path. Under `cargo xtask test` it is
+/// usually built already: the build starts beside the earlier tests.
 fn build_musl_step_8() -> PathBuf {
-    let target_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/musl");
-    let status = testcluster::cargo::command(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")),
-        &[
-            "build",
-            "--release",
-            "--locked",
-            "--target",
-            "x86_64-unknown-linux-musl",
-            "--bin",
-            "step-8",
-        ],
-    )
-    .env("CARGO_TARGET_DIR", &target_dir)
-    .std()
-    .status()
-    .expect("run cargo build");
+    let (cargo, binary) =
+        testcluster::cargo::musl_step_8(std::path::Path::new(env!("CARGO_MANIFEST_DIR")));
+    let status = cargo.std().status().expect("run cargo build");
     assert!(
         status.success(),
         "the musl build failed: it needs `rustup target add x86_64-unknown-linux-musl` and musl-gcc (Debian: musl-tools), which `cargo xtask test` installs"
     );
-    target_dir.join("x86_64-unknown-linux-musl/release/step-8")
+    binary
 }
 
 /// Whether an ELF file asks for a dynamic loader (has a PT_INTERP header).

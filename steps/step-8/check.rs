@@ -398,9 +398,16 @@ async fn synced_all(p: &mut Program, names: &[String]) -> Checked<()> {
         if missing.is_empty() {
             return Ok(());
         }
-        if !p.process.is_running() || tokio::time::Instant::now() >= deadline {
+        let running = p.process.is_running();
+        if !running || tokio::time::Instant::now() >= deadline {
             let expected = format!("\"Successfully synced\" for {}", missing.join(", "));
-            return Err(p.explain(expected, format!("none after {WAIT:?}"), false));
+            // `explain` adds that it exited, and how.
+            let happened = if running {
+                format!("none after {WAIT:?}")
+            } else {
+                "none".to_string()
+            };
+            return Err(p.explain(expected, happened, false));
         }
         p.process.drain_for(Duration::from_millis(200)).await;
     }
@@ -439,21 +446,27 @@ async fn step_8_early_stop(mut s: Scenario<'_>) -> Vec<Line> {
     })
 }
 
-/// What the restarts compare before and after a run: each Foo's
-/// resourceVersion (a status write changes it), each Deployment's UID and
+/// What the restarts compare before and after a run, per Foo: its
+/// resourceVersion (a status write changes it), its Deployment's UID and
 /// generation (a create or a spec write changes them; the cluster's own
-/// status writes do not), and the Events about the Foos.
+/// status writes do not); and the Events about the Foos.
 struct Written {
-    foos: Vec<(String, Option<String>)>,
-    deployments: Vec<(String, Option<String>, Option<i64>)>,
+    seen: Vec<Seen>,
     events: usize,
+}
+
+/// One Foo and its Deployment, as [`Written`] saw them.
+struct Seen {
+    name: String,
+    foo_version: Option<String>,
+    deployment_uid: Option<String>,
+    generation: Option<i64>,
 }
 
 impl Written {
     async fn now(client: &Client, ns: &str, names: &[String]) -> Checked<Written> {
         let mut written = Written {
-            foos: Vec::new(),
-            deployments: Vec::new(),
+            seen: Vec::new(),
             events: 0,
         };
         for name in names {
@@ -461,13 +474,15 @@ impl Written {
                 .get(name)
                 .await
                 .map_err(|e| failure(format!("Foo {name} can be read"), e.to_string()))?;
-            written.foos.push((name.clone(), foo.resource_version()));
             let d = get_deployment(client, ns, name)
                 .await
                 .map_err(|e| failure(format!("Deployment {name} can be read"), e))?;
-            written
-                .deployments
-                .push((name.clone(), d.uid(), d.metadata.generation));
+            written.seen.push(Seen {
+                name: name.clone(),
+                foo_version: foo.resource_version(),
+                deployment_uid: d.uid(),
+                generation: d.metadata.generation,
+            });
             written.events += events_for(client, ns, name)
                 .await
                 .map_err(|e| failure("the Events can be listed", e))?
@@ -479,47 +494,27 @@ impl Written {
     /// What differs in `after`, in words: which Foos and Deployments were
     /// written, by name, and how many Events more.
     fn changes(&self, after: &Written) -> Vec<String> {
+        type Differs = fn(&Seen, &Seen) -> bool;
+        let kinds: [(&str, Differs); 3] = [
+            ("Foos written (a new resourceVersion)", |a, b| {
+                a.foo_version != b.foo_version
+            }),
+            ("Deployments replaced (a new UID)", |a, b| {
+                a.deployment_uid != b.deployment_uid
+            }),
+            ("Deployments' spec written (a new generation)", |a, b| {
+                a.deployment_uid == b.deployment_uid && a.generation != b.generation
+            }),
+        ];
         let mut changed = Vec::new();
-        let foos: Vec<&str> = self
-            .foos
-            .iter()
-            .zip(&after.foos)
-            .filter(|(was, is)| was != is)
-            .map(|((name, _), _)| name.as_str())
-            .collect();
-        if !foos.is_empty() {
-            changed.push(format!(
-                "Foos written (a new resourceVersion): {}",
-                foos.join(", ")
-            ));
-        }
-        let replaced: Vec<&str> = self
-            .deployments
-            .iter()
-            .zip(&after.deployments)
-            .filter(|((_, uid, _), (_, new_uid, _))| uid != new_uid)
-            .map(|((name, ..), _)| name.as_str())
-            .collect();
-        if !replaced.is_empty() {
-            changed.push(format!(
-                "Deployments replaced (a new UID): {}",
-                replaced.join(", ")
-            ));
-        }
-        let respecced: Vec<&str> = self
-            .deployments
-            .iter()
-            .zip(&after.deployments)
-            .filter(|((_, uid, generation), (_, new_uid, new_generation))| {
-                uid == new_uid && generation != new_generation
-            })
-            .map(|((name, ..), _)| name.as_str())
-            .collect();
-        if !respecced.is_empty() {
-            changed.push(format!(
-                "Deployments' spec written (a new generation): {}",
-                respecced.join(", ")
-            ));
+        for (what, differs) in kinds {
+            let names: Vec<&str> = (self.seen.iter().zip(&after.seen))
+                .filter(|(was, is)| differs(was, is))
+                .map(|(was, _)| was.name.as_str())
+                .collect();
+            if !names.is_empty() {
+                changed.push(format!("{what}: {}", names.join(", ")));
+            }
         }
         if after.events != self.events {
             changed.push(format!(

@@ -97,6 +97,47 @@ impl fmt::Display for Cargo {
     }
 }
 
+/// The static (musl) release build of step 8, with the command the
+/// Dockerfile runs, into `root`'s `target/musl` (a directory of its own, so
+/// that it never waits on the debug builds' lock), and the binary it writes.
+/// tests/image.rs runs it; `cargo xtask test` starts it early, beside the
+/// other tests.
+pub fn musl_step_8(root: &Path) -> (Cargo, std::path::PathBuf) {
+    let target_dir = root.join("target/musl");
+    let cargo = command(
+        root,
+        &[
+            "build",
+            "--release",
+            "--locked",
+            "--target",
+            "x86_64-unknown-linux-musl",
+            "--bin",
+            "step-8",
+        ],
+    )
+    .env("CARGO_TARGET_DIR", &target_dir);
+    let binary = target_dir.join("x86_64-unknown-linux-musl/release/step-8");
+    (cargo, binary)
+}
+
+/// Lowers the calling thread, and so every process it starts from now on,
+/// to the lowest CPU priority (nice 19): on Linux a thread's nice value is
+/// its own, and a child inherits its parent thread's. For builds run beside
+/// tests that wait on API servers: the tests' processes always come first,
+/// the builds take the cores they leave idle. A warning if it cannot.
+pub fn lower_this_thread() {
+    // SAFETY: both calls only read their integer arguments; gettid cannot fail.
+    let lowered =
+        unsafe { libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, 19) };
+    if lowered != 0 {
+        eprintln!(
+            "warning: cannot lower the priority of a build beside the tests ({}); it runs at theirs",
+            std::io::Error::last_os_error()
+        );
+    }
+}
+
 /// The cargo that started this process (`$CARGO`), else the one on `PATH`.
 fn cargo_exe() -> std::ffi::OsString {
     std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into())

@@ -8,9 +8,11 @@
 //! `wrong-step-N`, and built into this repository's target directory: the
 //! dependencies are shared with every other build, only the patched crate
 //! and the binary compile, and no reference binary is overwritten. Each
-//! binary then runs its step's check (`testcluster::checks`, what `cargo
-//! xtask check --program PATH step-N` runs) against one control plane, all
-//! at once.
+//! binary runs its step's check (`testcluster::checks`, what `cargo xtask
+//! check --program PATH step-N` runs) against one control plane as soon as
+//! it is built, while the next ones build: the checks mostly wait on the
+//! API server, and the builds, at the lowest CPU priority, take the cores
+//! they leave idle. The latest step builds first: its checks take longest.
 //!
 //! A patch that no longer applies fails the test: a step changed, so its
 //! wrong solutions must be made again from it (edit the copy, `git diff`).
@@ -95,25 +97,24 @@ fn patched_files(patch: &Path) -> Vec<String> {
         .collect()
 }
 
-/// Applies `wrong` to the copy, builds its step, keeps the binary, and
-/// takes the patch back out.
-fn build(copy: &Path, wrong: &Wrong) -> PathBuf {
-    let patch = wrong.patch.to_str().expect("a UTF-8 path");
-    let applied = git_apply(copy).arg(patch).output().expect("git apply");
+/// Applies the wrong solution `name` (`patch`, breaking step `step`) to the
+/// copy, builds its step, keeps the binary, and takes the patch back out.
+fn build(copy: &Path, name: &str, step: u8, patch: &Path) -> PathBuf {
+    let patch_arg = patch.to_str().expect("a UTF-8 path");
+    let applied = git_apply(copy).arg(patch_arg).output().expect("git apply");
     assert!(
         applied.status.success(),
-        "{} no longer applies to the step: make it again from the reference (edit a copy, `git diff`):\n{}",
-        wrong.name,
+        "{name} no longer applies to the step: make it again from the reference (edit a copy, `git diff`):\n{}",
         String::from_utf8_lossy(&applied.stderr)
     );
-    let files = patched_files(&wrong.patch);
-    assert!(!files.is_empty(), "{}: a patch of no file", wrong.name);
+    let files = patched_files(patch);
+    assert!(!files.is_empty(), "{name}: a patch of no file");
     for file in &files {
         let original = std::fs::read(workspace().join(file)).expect("the original");
         let patched = std::fs::read(copy.join(file)).expect("the patched copy");
-        assert_ne!(original, patched, "{}: {file} was not patched", wrong.name);
+        assert_ne!(original, patched, "{name}: {file} was not patched");
     }
-    let bin = format!("wrong-step-{}", wrong.step);
+    let bin = format!("wrong-step-{step}");
     let target = target_dir();
     let built = testcluster::cargo::command(copy, &["build", "--quiet", "--bin", &bin])
         .env("CARGO_TARGET_DIR", &target)
@@ -121,21 +122,19 @@ fn build(copy: &Path, wrong: &Wrong) -> PathBuf {
         .output()
         .expect("cargo build");
     let reverted = git_apply(copy)
-        .args(["-R", patch])
+        .args(["-R", patch_arg])
         .status()
         .expect("git apply -R");
     assert!(
         reverted.success(),
-        "{}: could not take the patch out again",
-        wrong.name
+        "{name}: could not take the patch out again"
     );
     assert!(
         built.status.success(),
-        "{} does not compile:\n{}",
-        wrong.name,
+        "{name} does not compile:\n{}",
         String::from_utf8_lossy(&built.stderr)
     );
-    let kept = target.join("wrong-solutions/bin").join(&wrong.name);
+    let kept = target.join("wrong-solutions/bin").join(name);
     std::fs::create_dir_all(kept.parent().expect("a parent")).expect("mkdir");
     // Moved, not copied: nothing of a wrong solution stays next to the steps.
     std::fs::rename(target.join("debug").join(&bin), &kept).expect("keep the binary");
@@ -158,33 +157,75 @@ async fn every_wrong_solution_fails_its_steps_check_on_the_behaviour_it_breaks()
             ("version = \"0.1.0\"", "version = \"0.1.0-wrong\""),
         ],
     );
-    let programs: Vec<PathBuf> = wrongs.iter().map(|w| build(&copy, w)).collect();
-
     let cp = testcluster::shared().await.expect("control plane");
     let client = cp.client().await.expect("client");
     testcluster::install_crd(&client, workspace().join("manifests/crd.yaml"))
         .await
         .expect("install the CRD");
-    let reports = futures::future::join_all(wrongs.iter().zip(&programs).map(|(w, program)| {
+
+    // Builds, one after another on a thread of their own, each binary
+    // handed over as soon as it is built.
+    let mut order: Vec<usize> = (0..wrongs.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(wrongs[i].step));
+    let (built, mut ready) = tokio::sync::mpsc::unbounded_channel();
+    let builder = {
+        let wrongs: Vec<(usize, String, u8, PathBuf)> = order
+            .iter()
+            .map(|&i| {
+                (
+                    i,
+                    wrongs[i].name.clone(),
+                    wrongs[i].step,
+                    wrongs[i].patch.clone(),
+                )
+            })
+            .collect();
+        std::thread::spawn(move || {
+            testcluster::cargo::lower_this_thread();
+            for (i, name, step, patch) in wrongs {
+                let program = build(&copy, &name, step, &patch);
+                if built.send((i, program)).is_err() {
+                    return; // the test is over
+                }
+            }
+        })
+    };
+    let check = |i: usize, program: PathBuf| {
         let target = checks::Target {
-            program: program.clone(),
+            program,
             kubeconfig: cp.kubeconfig_path().to_path_buf(),
             client: client.clone(),
             echo: false,
             keep: false,
         };
+        let step = wrongs[i].step;
         async move {
             let started = std::time::Instant::now();
-            let report = testcluster::steps::check(w.step, &target)
+            let report = testcluster::steps::check(step, &target)
                 .await
                 .expect("the check runs");
-            (report, started.elapsed())
+            (i, report, started.elapsed())
         }
-    }))
-    .await;
+    };
+    let mut running = futures::stream::FuturesUnordered::new();
+    let mut reports = Vec::new();
+    loop {
+        tokio::select! {
+            next = ready.recv() => match next {
+                Some((i, program)) => running.push(check(i, program)),
+                None => break,
+            },
+            Some(done) = futures::StreamExt::next(&mut running) => reports.push(done),
+        }
+    }
+    if let Err(panic) = builder.join() {
+        std::panic::resume_unwind(panic);
+    }
+    reports.extend(futures::StreamExt::collect::<Vec<_>>(running).await);
+    reports.sort_by_key(|(i, ..)| *i);
 
     let mut missed = Vec::new();
-    for (wrong, (report, took)) in wrongs.iter().zip(&reports) {
+    for (wrong, (_, report, took)) in wrongs.iter().zip(&reports) {
         let caught = report.summary().contains(&wrong.expect);
         println!(
             "{:<40} {:>4.0} s  {}",

@@ -23,6 +23,7 @@
 //! * `cargo xtask first-build`: cold builds of the floor (the shared crate's dependencies), a step or every step, per revision.
 
 mod bench;
+mod beside;
 mod book;
 mod bump;
 mod check;
@@ -288,13 +289,18 @@ async fn test() -> Result<()> {
     if !status.success() {
         anyhow::bail!("cargo build --bins failed");
     }
+    // The image test's musl build and the oldest release's servers, built
+    // meanwhile on the cores the tests leave idle.
+    let beside = beside::start();
     let status = cargo(&["test", "--workspace"])
         .std()
         .status()
-        .context("running cargo test")?;
-    if !status.success() {
+        .context("running cargo test");
+    let built = beside.finish();
+    if !status?.success() {
         anyhow::bail!("cargo test --workspace failed");
     }
+    built?;
     println!("==> The fault suite (tests/faults.rs, run above)");
     print_fault_report()?;
     println!("==> cargo xtask oldest (every step against the oldest Kubernetes the README claims)");

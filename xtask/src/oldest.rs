@@ -32,20 +32,8 @@ pub fn oldest() -> Result<()> {
         "==> kube-apiserver, kube-controller-manager and kube-scheduler {} (built once into the cache)",
         release.kubernetes
     );
-    let module = crate::repo_root().join("target/oldest-kubernetes");
     let mut command = crate::cargo(&["test", "--test", "steps"]).std();
-    let mut written = false;
-    for binary in SERVERS {
-        let path = match cached_path_at(binary, &release.kubernetes)? {
-            path if path.is_file() => path,
-            _ => {
-                if !written {
-                    wrapper_module(&module, &release)?;
-                    written = true;
-                }
-                build_at(binary, &module, &release.kubernetes)?
-            }
-        };
+    for (binary, path) in servers(&release)? {
         println!("{:<24} {}", binary.name(), path.display());
         command.env(binary.env_var(), path);
     }
@@ -64,6 +52,28 @@ pub fn oldest() -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// The oldest release's servers, each built into the cache unless it is
+/// there already (`cargo xtask test` builds them beside its tests).
+pub fn servers(release: &Release) -> Result<Vec<(Binary, std::path::PathBuf)>> {
+    let module = crate::repo_root().join("target/oldest-kubernetes");
+    let mut written = false;
+    let mut paths = Vec::new();
+    for binary in SERVERS {
+        let path = match cached_path_at(binary, &release.kubernetes)? {
+            path if path.is_file() => path,
+            _ => {
+                if !written {
+                    wrapper_module(&module, release)?;
+                    written = true;
+                }
+                build_at(binary, &module, &release.kubernetes)?
+            }
+        };
+        paths.push((binary, path));
+    }
+    Ok(paths)
 }
 
 /// `dir` as the wrapper module of `controlplane/kubernetes` moved to
