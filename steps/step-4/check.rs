@@ -19,7 +19,11 @@ pub(super) const STEP_4_COLLAPSES: Behaviour = Behaviour {
     what: "ten changes during a sync: the key is synced once more, not ten times",
     chapter: "step-4.md#the-rust-code",
 };
-pub(super) const STEP_4_BURST: &[Behaviour] = &[STEP_4_COLLAPSES];
+pub(super) const STEP_4_STOP: Behaviour = Behaviour {
+    what: "exits 0 on SIGTERM",
+    chapter: "step-4.md#the-rust-code",
+};
+pub(super) const STEP_4_BURST: &[Behaviour] = &[STEP_4_COLLAPSES, STEP_4_STOP];
 
 pub(super) const STEP_4_ONE_WORKER_PER_KEY: Behaviour = Behaviour {
     what: "never syncs one key in two workers at once, while two keys do run at once",
@@ -66,51 +70,53 @@ async fn step_4_burst(mut s: Scenario<'_>) -> Vec<Line> {
     scenario!(s, {
         let client = s.client().clone();
         let target = s.target;
-        s.check(STEP_4_COLLAPSES, async {
-            let ns = namespace(&client, "step4burst").await?;
-            let mut p = Program::start(target, &ns, &["--sync-millis", "3000"])?;
-            p.started(&["Starting 2 workers"]).await?;
-            create_foo(&client, &ns, "busy", "busy", 1).await?;
-            let key = format!("{ns}/busy");
-            p.expect(&[&format!("sync {key} start attempt 1")]).await?;
-            let foos = foos(&client, &ns);
-            for i in 0..10 {
-                merge(
-                    &foos,
-                    "busy",
-                    json!({"metadata": {"labels": {"burst": i.to_string()}}}),
-                )
-                .await?;
-            }
-            p.expect(&[&format!("sync {key} done attempt 1")]).await?;
-            // A second sync started during the first is another mistake (two
-            // workers on one key): say so, rather than wait for a start that
-            // has gone by.
-            let second = format!("sync {key} start attempt 2");
-            if let Some(early) = p.output().iter().find(|l| has_whole(l, &second)) {
-                return Err(failure(
-                    format!("{second:?} after the first sync is done"),
-                    format!("it started during the first sync: {early}"),
-                ));
-            }
-            p.expect(&[&second]).await?;
-            p.expect(&[&format!("sync {key} done attempt 2")]).await?;
-            p.process.drain_for(Duration::from_secs(4)).await;
-            let starts = p
-                .output()
-                .iter()
-                .filter(|l| l.contains(&format!("sync {key} start")))
-                .count();
-            p.stops_cleanly(Duration::from_secs(10)).await?;
-            if starts != 2 {
-                return Err(failure(
-                    "2 syncs: one for the create, one for the whole burst",
-                    format!("{starts} syncs"),
-                ));
-            }
-            Ok(())
-        })
-        .await?;
+        let mut p = s
+            .check(STEP_4_COLLAPSES, async {
+                let ns = namespace(&client, "step4burst").await?;
+                let mut p = Program::start(target, &ns, &["--sync-millis", "3000"])?;
+                p.started(&["Starting 2 workers"]).await?;
+                create_foo(&client, &ns, "busy", "busy", 1).await?;
+                let key = format!("{ns}/busy");
+                p.expect(&[&format!("sync {key} start attempt 1")]).await?;
+                let foos = foos(&client, &ns);
+                for i in 0..10 {
+                    merge(
+                        &foos,
+                        "busy",
+                        json!({"metadata": {"labels": {"burst": i.to_string()}}}),
+                    )
+                    .await?;
+                }
+                p.expect(&[&format!("sync {key} done attempt 1")]).await?;
+                // A second sync started during the first is another mistake (two
+                // workers on one key): say so, rather than wait for a start that
+                // has gone by.
+                let second = format!("sync {key} start attempt 2");
+                if let Some(early) = p.output().iter().find(|l| has_whole(l, &second)) {
+                    return Err(failure(
+                        format!("{second:?} after the first sync is done"),
+                        format!("it started during the first sync: {early}"),
+                    ));
+                }
+                p.expect(&[&second]).await?;
+                p.expect(&[&format!("sync {key} done attempt 2")]).await?;
+                p.process.drain_for(Duration::from_secs(4)).await;
+                let starts = p
+                    .output()
+                    .iter()
+                    .filter(|l| l.contains(&format!("sync {key} start")))
+                    .count();
+                if starts != 2 {
+                    return Err(failure(
+                        "2 syncs: one for the create, one for the whole burst",
+                        format!("{starts} syncs"),
+                    ));
+                }
+                Ok(p)
+            })
+            .await?;
+        s.check(STEP_4_STOP, p.stops_cleanly(Duration::from_secs(10)))
+            .await?;
         Ok(())
     })
 }
@@ -165,7 +171,7 @@ async fn step_4_exclusive(mut s: Scenario<'_>) -> Vec<Line> {
                     tokio::time::sleep(Duration::from_millis(150)).await;
                 }
                 p.process.drain_for(Duration::from_secs(2)).await;
-                p.stops_cleanly(Duration::from_secs(10)).await?;
+                p.stop(Duration::from_secs(10)).await;
                 // Which keys are syncing, line by line: a key may start
                 // only when it is not running; count how many run at once.
                 let mut running: std::collections::BTreeSet<String> = Default::default();
@@ -274,7 +280,7 @@ async fn step_4_retry(mut s: Scenario<'_>) -> Vec<Line> {
             merge(&foos, "flaky", serde_json::json!({"spec": {"replicas": 2}})).await?;
             let key = format!("{ns}/flaky");
             p.expect(&[&format!("sync {key} done attempt 12")]).await?;
-            p.stops_cleanly(Duration::from_secs(10)).await?;
+            p.stop(Duration::from_secs(10)).await;
             let gaps = retry_gaps(p.output(), &key, 8, 12);
             let total: u64 = gaps.iter().sum();
             // With Forget: 5 + 10 + 20 + 40 + 80 ms. Without: 160 ms and up,

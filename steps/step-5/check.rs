@@ -71,7 +71,7 @@ async fn step_5_nameless(mut s: Scenario<'_>) -> Vec<Line> {
                 )
                 .await?;
             p.process.drain_for(Duration::from_secs(2)).await;
-            p.stops_cleanly(Duration::from_secs(10)).await?;
+            p.stop(Duration::from_secs(10)).await;
             let retried = p
                 .output()
                 .iter()
@@ -141,7 +141,7 @@ async fn step_5_countless(mut s: Scenario<'_>) -> Vec<Line> {
                     has_whole(l, &key) && l.contains("Successfully synced")
                 })
                 .await?;
-            p.stops_cleanly(Duration::from_secs(10)).await?;
+            p.stop(Duration::from_secs(10)).await;
             let d = get_deployment(&client, &ns, "countless-nginx")
                 .await
                 .map_err(|e| failure("Deployment countless-nginx", e))?;

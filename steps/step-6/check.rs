@@ -149,7 +149,8 @@ async fn step_6_quota(mut s: Scenario<'_>) -> Vec<Line> {
                 || foo_and_deployment_available(&client, &ns, "quota", "quota-nginx", 1),
             )
             .await?;
-            p.stops_cleanly(Duration::from_secs(10)).await
+            p.stop(Duration::from_secs(10)).await;
+            Ok(())
         })
         .await?;
         Ok(())

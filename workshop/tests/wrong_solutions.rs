@@ -253,10 +253,11 @@ async fn every_wrong_solution_fails_its_steps_check_on_the_behaviour_it_breaks()
 
 /// Each wrong solution is the one a branch of Go's code names in its
 /// step.toml (`[[branch]]`, `wrong = "NAME"`), for the line that branch's
-/// check prints, and each branch's wrong solution is here: the teacher
-/// notes' table of Go's branches (`cargo xtask steps`) lists them all.
+/// check prints; each branch's wrong solution is here; and every branch
+/// with a check line has one: the teacher notes' table of Go's branches
+/// (`cargo xtask steps`) lists them all.
 #[test]
-fn every_wrong_solution_is_the_one_a_branch_of_go_names_for_its_line() {
+fn every_go_branch_with_a_check_line_has_the_wrong_solution_its_line_catches() {
     let wrongs = wrong_solutions();
     let mut problems = Vec::new();
     for wrong in &wrongs {
@@ -285,6 +286,17 @@ fn every_wrong_solution_is_the_one_a_branch_of_go_names_for_its_line() {
         }
     }
     for step in testcluster::steps::STEPS {
+        for branch in step
+            .branches
+            .iter()
+            .filter(|b| b.check.is_some() && b.wrong.is_none())
+        {
+            problems.push(format!(
+                "steps/step-{}/step.toml: the branch {:?} has a check line but no wrong solution \
+                 that fails it: add one (wrong/NAME.patch, `wrong = \"NAME\"`)",
+                step.number, branch.go
+            ));
+        }
         for name in step.branches.iter().filter_map(|b| b.wrong) {
             if !wrongs.iter().any(|w| {
                 w.step == step.number && w.patch.file_stem().and_then(|s| s.to_str()) == Some(name)

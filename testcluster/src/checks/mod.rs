@@ -667,6 +667,19 @@ impl Program {
         }
     }
 
+    /// Stops the program in a scenario that checks something else: SIGTERM,
+    /// then SIGKILL if it still runs after `within`. How it stops is the
+    /// business of its step's "exits 0 on SIGTERM" line
+    /// ([`Program::stops_cleanly`]): one mistake fails one line.
+    async fn stop(&mut self, within: Duration) {
+        if !matches!(
+            tokio::time::timeout(within, self.process.terminate()).await,
+            Ok(Ok(_))
+        ) {
+            let _ = self.process.kill().await;
+        }
+    }
+
     /// Sends SIGTERM and expects an exit with status 0 within `within`.
     async fn stops_cleanly(&mut self, within: Duration) -> Checked<()> {
         let expected = format!("exits with status 0 within {within:?} of a SIGTERM");
