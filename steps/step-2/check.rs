@@ -9,8 +9,12 @@ use super::cluster::*;
 use super::*;
 
 /// Step 2's check: its scenarios, run at once, each in a namespace of its own.
-pub(crate) const SCENARIOS: &[CheckScenario] =
-    &[CheckScenario::new(STEP_2, |s| Box::pin(step_2(s)))];
+pub(crate) const SCENARIOS: &[CheckScenario] = &[
+    CheckScenario::new(STEP_2, |s| Box::pin(step_2(s))),
+    CheckScenario::new(&[STEP_2_STOPS_BEFORE_THE_LIST], |s| {
+        Box::pin(stops_before_the_list(s, STEP_2_STOPS_BEFORE_THE_LIST))
+    }),
+];
 
 pub(super) const STEP_2_SYNC: Behaviour = Behaviour {
     what: "waits for both caches to sync, then reports what they hold",
@@ -25,6 +29,10 @@ pub(super) const STEP_2_STOP: Behaviour = Behaviour {
     chapter: "step-2.md#the-rust-code",
 };
 pub(super) const STEP_2: &[Behaviour] = &[STEP_2_SYNC, STEP_2_CURRENT, STEP_2_STOP];
+pub(super) const STEP_2_STOPS_BEFORE_THE_LIST: Behaviour = Behaviour {
+    what: STOPS_BEFORE_THE_LIST,
+    chapter: "step-2.md#the-rust-code",
+};
 
 async fn step_2(mut s: Scenario<'_>) -> Vec<Line> {
     scenario!(s, {

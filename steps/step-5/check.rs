@@ -13,6 +13,7 @@ pub(crate) const SCENARIOS: &[CheckScenario] = &[
     CheckScenario::new(STEP_5, |s| Box::pin(step_5(s))),
     CheckScenario::new(STEP_5_NAMELESS, |s| Box::pin(step_5_nameless(s))),
     CheckScenario::new(STEP_5_COUNTLESS, |s| Box::pin(step_5_countless(s))),
+    CheckScenario::new(STEP_5_FAILED_CREATE, |s| Box::pin(step_5_failed_create(s))),
 ];
 
 pub(super) const STEP_5_CREATES: Behaviour = Behaviour {
@@ -247,6 +248,57 @@ async fn step_5(mut s: Scenario<'_>) -> Vec<Line> {
         .await?;
         s.check(STEP_5_STOP, p.stops_cleanly(Duration::from_secs(10)))
             .await?;
+        Ok(())
+    })
+}
+
+pub(super) const STEP_5_CREATE_FAILS: Behaviour = Behaviour {
+    what: "a create the API server fails twice: the error returned, the key retried until the Deployment exists",
+    chapter: "step-5.md#the-rust-code",
+};
+pub(super) const STEP_5_FAILED_CREATE: &[Behaviour] = &[STEP_5_CREATE_FAILS];
+
+/// How many creates of a Deployment the proxy fails before it passes one on.
+const FAILED_CREATES: usize = 2;
+
+async fn step_5_failed_create(mut s: Scenario<'_>) -> Vec<Line> {
+    scenario!(s, {
+        let client = s.client().clone();
+        let target = s.target;
+        s.check(STEP_5_CREATE_FAILS, async {
+            let ns = namespace(&client, "step5failedcreate").await?;
+            // The first creates of a Deployment fail, as on an API server
+            // that could not write to etcd; later ones go through.
+            let rule = failing(
+                vec![http::Method::POST],
+                "/deployments".into(),
+                FAILED_CREATES,
+            );
+            let (_proxy, behind) = behind_proxy(target, &ns, rule).await?;
+            let mut p = Program::start(&behind, &ns, &[])?;
+            p.started(&["Starting 2 workers"]).await?;
+            p.about(&["flaky", "flaky-nginx"]);
+            create_foo(&client, &ns, "flaky", "flaky-nginx", 1).await?;
+            let key = format!("objectRef={ns}/flaky");
+            p.expect_where(
+                "\"Error syncing\" for Foo flaky, with the failed create's error",
+                |l| {
+                    has_whole(l, &key)
+                        && l.contains("Error syncing")
+                        && l.contains(FAILED_ON_PURPOSE)
+                },
+            )
+            .await?;
+            p.until(
+                "Deployment flaky-nginx created after the failed creates",
+                WAIT,
+                || programs_turn(get_deployment(&client, &ns, "flaky-nginx")),
+            )
+            .await?;
+            p.stop(Duration::from_secs(10)).await;
+            Ok(())
+        })
+        .await?;
         Ok(())
     })
 }

@@ -15,6 +15,7 @@ pub(crate) const SCENARIOS: &[CheckScenario] = &[
     CheckScenario::new(&[STEP_6_FOREIGN], |s| {
         Box::pin(foreign_untouched(s, STEP_6_FOREIGN))
     }),
+    CheckScenario::new(&[STEP_6_WRITE_FAILS], |s| Box::pin(step_6_failed_write(s))),
 ];
 
 pub(super) const STEP_6_STATUS: Behaviour = Behaviour {
@@ -32,6 +33,10 @@ pub(super) const STEP_6_STOP: Behaviour = Behaviour {
 pub(super) const STEP_6: &[Behaviour] = &[STEP_6_STATUS, STEP_6_SCALED, STEP_6_STOP];
 pub(super) const STEP_6_QUOTA: Behaviour = Behaviour {
     what: "a Foo asking for 3 Pods where a quota lets 1 run: the status says 1 available, not 3",
+    chapter: "step-6.md#the-rust-code",
+};
+pub(super) const STEP_6_WRITE_FAILS: Behaviour = Behaviour {
+    what: "a status write the API server fails twice: the error returned, the key retried until the status is written",
     chapter: "step-6.md#the-rust-code",
 };
 pub(super) const STEP_6_FOREIGN: Behaviour = Behaviour {
@@ -147,6 +152,49 @@ async fn step_6_quota(mut s: Scenario<'_>) -> Vec<Line> {
                 "1 available in the Deployment and in the Foo's status",
                 WAIT,
                 || foo_and_deployment_available(&client, &ns, "quota", "quota-nginx", 1),
+            )
+            .await?;
+            p.stop(Duration::from_secs(10)).await;
+            Ok(())
+        })
+        .await?;
+        Ok(())
+    })
+}
+
+/// The first two writes of Foo `flaky`'s status fail: the error must reach
+/// the work queue (logged, the key retried with its backoff), and the status
+/// be written in the end.
+async fn step_6_failed_write(mut s: Scenario<'_>) -> Vec<Line> {
+    scenario!(s, {
+        let client = s.client().clone();
+        let target = s.target;
+        s.check(STEP_6_WRITE_FAILS, async {
+            let ns = namespace(&client, "step6failedwrite").await?;
+            let rule = failing(
+                vec![http::Method::PUT, http::Method::PATCH],
+                "/foos/flaky/status".into(),
+                2,
+            );
+            let (_proxy, behind) = behind_proxy(target, &ns, rule).await?;
+            let mut p = Program::start(&behind, &ns, &[])?;
+            p.started(&["Starting 2 workers"]).await?;
+            p.about(&["flaky", "flaky-nginx"]);
+            create_foo(&client, &ns, "flaky", "flaky-nginx", 1).await?;
+            let key = format!("objectRef={ns}/flaky");
+            p.expect_where(
+                "\"Error syncing\" for Foo flaky, with the failed status write's error",
+                |l| {
+                    has_whole(l, &key)
+                        && l.contains("Error syncing")
+                        && l.contains(FAILED_ON_PURPOSE)
+                },
+            )
+            .await?;
+            p.until(
+                "1 available in the Deployment and in the Foo's status",
+                WAIT,
+                || foo_and_deployment_available(&client, &ns, "flaky", "flaky-nginx", 1),
             )
             .await?;
             p.stop(Duration::from_secs(10)).await;

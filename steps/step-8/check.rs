@@ -5,8 +5,6 @@
 //! by testcluster/build.rs because this file exists); `cargo xtask check step-8` runs it
 //! against a starter or, with `--reference`, this step.
 
-use std::sync::Arc;
-
 use futures::StreamExt;
 
 use super::cluster::*;
@@ -17,7 +15,7 @@ pub(crate) const SCENARIOS: &[CheckScenario] = &[
     CheckScenario::new(STEP_8_APPLY, |s| Box::pin(step_8_apply(s))),
     CheckScenario::new(STEP_8_RESTARTS, |s| Box::pin(step_8_restarts(s))),
     CheckScenario::new(&[STEP_8_STOPS_BEFORE_THE_LIST], |s| {
-        Box::pin(step_8_early_stop(s))
+        Box::pin(stops_before_the_list(s, STEP_8_STOPS_BEFORE_THE_LIST))
     }),
     CheckScenario::new(&[STEP_8_FOREIGN], |s| {
         Box::pin(foreign_untouched(s, STEP_8_FOREIGN))
@@ -73,7 +71,7 @@ pub(super) const STEP_8_RESTART_WRITES_NOTHING: Behaviour = Behaviour {
 };
 pub(super) const STEP_8_RESTARTS: &[Behaviour] = &[STEP_8_RESTART_WRITES_NOTHING];
 pub(super) const STEP_8_STOPS_BEFORE_THE_LIST: Behaviour = Behaviour {
-    what: "stops on SIGTERM while its Foos are still being listed, 3 times in a row",
+    what: STOPS_BEFORE_THE_LIST,
     chapter: "hardening.md#a-shutdown-before-the-first-list",
 };
 pub(super) const STEP_8_FOREIGN: Behaviour = Behaviour {
@@ -334,7 +332,12 @@ async fn step_8_restarts(mut s: Scenario<'_>) -> Vec<Line> {
             // the Deployments' list 3 s late: the Foo cache fills first, as
             // it may on any start, and a sync that does not wait for the
             // Deployment cache (Go: WaitForCacheSync) finds no Deployment.
-            let (_proxy, behind) = behind_proxy(target, &ns, held("deployments", None)).await?;
+            let (_proxy, behind) = behind_proxy(
+                target,
+                &ns,
+                held("deployments", Duration::from_secs(3), None),
+            )
+            .await?;
             for round in 1..=3 {
                 let before = Written::now(&client, &ns, &names).await?;
                 let mut p = Program::start(&behind, &ns, &[])?;
@@ -360,24 +363,6 @@ async fn step_8_restarts(mut s: Scenario<'_>) -> Vec<Line> {
         })
         .await?;
         Ok(())
-    })
-}
-
-/// A rule for [`behind_proxy`] that holds the program's list or watch of
-/// `resource` 3 s before passing it on (its one-item preflight list goes
-/// through at once), and raises `asked` when one arrives.
-fn held(resource: &'static str, asked: Option<Arc<tokio::sync::Notify>>) -> crate::proxy::Rule {
-    Arc::new(move |method, path| {
-        let (path, query) = path.split_once('?').unwrap_or((path, ""));
-        let preflight = query.split('&').any(|pair| pair == "limit=1");
-        if method == http::Method::GET && path.ends_with(&format!("/{resource}")) && !preflight {
-            if let Some(asked) = &asked {
-                asked.notify_one();
-            }
-            crate::proxy::Action::Delay(Duration::from_secs(3))
-        } else {
-            crate::proxy::Action::Forward
-        }
     })
 }
 
@@ -411,39 +396,6 @@ async fn synced_all(p: &mut Program, names: &[String]) -> Checked<()> {
         }
         p.process.drain_for(Duration::from_millis(200)).await;
     }
-}
-
-async fn step_8_early_stop(mut s: Scenario<'_>) -> Vec<Line> {
-    scenario!(s, {
-        let client = s.client().clone();
-        let target = s.target;
-        s.check(STEP_8_STOPS_BEFORE_THE_LIST, async {
-            let ns = namespace(&client, "step8earlystop").await?;
-            create_foo(&client, &ns, "existing", "existing", 1).await?;
-            for round in 1..=3 {
-                let asked = Arc::new(tokio::sync::Notify::new());
-                let rule = held("foos", Some(asked.clone()));
-                let (_proxy, behind) = behind_proxy(target, &ns, rule).await?;
-                let mut p = Program::start(&behind, &ns, &[])?;
-                let in_round =
-                    |f: Failure| failure(format!("round {round}: {}", f.expected), f.happened);
-                if tokio::time::timeout(WAIT, asked.notified()).await.is_err() {
-                    let happened = format!("it did not ask for its Foos within {WAIT:?}");
-                    return Err(in_round(p.explain(
-                        "a list or watch of Foos".into(),
-                        happened,
-                        false,
-                    )));
-                }
-                p.stops_cleanly(Duration::from_secs(10))
-                    .await
-                    .map_err(in_round)?;
-            }
-            Ok(())
-        })
-        .await?;
-        Ok(())
-    })
 }
 
 /// What the restarts compare before and after a run, per Foo: its

@@ -1,5 +1,6 @@
-//! The cluster as the checks see it: the objects they create and read, and
-//! the scenario steps 5 to 8 share (a Deployment their Foo does not control).
+//! The cluster as the checks see it: the objects they create and read, the
+//! proxy rules that fail or hold requests, and the scenarios several steps
+//! share (a Deployment their Foo does not control, a stop before the list).
 
 use super::*;
 
@@ -19,6 +20,108 @@ pub(super) async fn behind_proxy(
         ..target.clone()
     };
     Ok((proxy, behind))
+}
+
+/// What the proxy of [`failing`] says in the errors it makes up.
+pub(super) const FAILED_ON_PURPOSE: &str = "the checker's proxy failed this request on purpose";
+
+/// A rule for [`behind_proxy`] that answers the first `times` requests whose
+/// method is one of `methods` and whose path ends with `suffix` with a 500,
+/// as an API server that could not write to etcd would ([`FAILED_ON_PURPOSE`]
+/// in its message), and passes every other request on.
+pub(super) fn failing(
+    methods: Vec<http::Method>,
+    suffix: String,
+    times: usize,
+) -> crate::proxy::Rule {
+    let seen = std::sync::atomic::AtomicUsize::new(0);
+    std::sync::Arc::new(move |method, path| {
+        let path = path.split('?').next().unwrap_or_default();
+        let matching = methods.contains(method) && path.ends_with(&suffix);
+        if matching && seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst) < times {
+            crate::proxy::Action::Reply(
+                http::StatusCode::INTERNAL_SERVER_ERROR,
+                crate::proxy::status(500, "InternalError", FAILED_ON_PURPOSE),
+            )
+        } else {
+            crate::proxy::Action::Forward
+        }
+    })
+}
+
+/// A rule for [`behind_proxy`] that holds the program's list or watch of
+/// `resource` for `hold` before passing it on (its one-item preflight list
+/// goes through at once), and raises `asked` when one arrives.
+pub(super) fn held(
+    resource: &'static str,
+    hold: Duration,
+    asked: Option<std::sync::Arc<tokio::sync::Notify>>,
+) -> crate::proxy::Rule {
+    std::sync::Arc::new(move |method, path| {
+        let (path, query) = path.split_once('?').unwrap_or((path, ""));
+        let preflight = query.split('&').any(|pair| pair == "limit=1");
+        if method == http::Method::GET && path.ends_with(&format!("/{resource}")) && !preflight {
+            if let Some(asked) = &asked {
+                asked.notify_one();
+            }
+            crate::proxy::Action::Delay(hold)
+        } else {
+            crate::proxy::Action::Forward
+        }
+    })
+}
+
+/// The behaviour [`stops_before_the_list`] checks.
+pub(super) const STOPS_BEFORE_THE_LIST: &str =
+    "stops on SIGTERM while its Foos are still being listed, 3 times in a row";
+
+/// How long [`stops_before_the_list`] holds the list of Foos: longer than
+/// the wait for the exit, so that a program waiting for its caches first
+/// fails however it goes on.
+const LIST_HELD: Duration = Duration::from_secs(15);
+
+/// The scenario of [`STOPS_BEFORE_THE_LIST`]: three times, the program
+/// started behind a proxy that holds its list of Foos, and SIGTERM sent
+/// once it has asked for them. Go's `WaitForCacheSync` returns when its
+/// context is done; a program that waits for its caches and ignores the
+/// signal runs on (a kube `Controller` stopped before its first list never
+/// returns at all).
+pub(super) async fn stops_before_the_list(mut s: Scenario<'_>, behaviour: Behaviour) -> Vec<Line> {
+    scenario!(s, {
+        let client = s.client().clone();
+        let target = s.target;
+        s.check(behaviour, async {
+            let ns = namespace(&client, "earlystop").await?;
+            create_foo(&client, &ns, "existing", "existing", 1).await?;
+            for round in 1..=3 {
+                let asked = std::sync::Arc::new(tokio::sync::Notify::new());
+                let rule = held("foos", LIST_HELD, Some(asked.clone()));
+                let (_proxy, behind) = behind_proxy(target, &ns, rule).await?;
+                let mut p = Program::start(&behind, &ns, &[])?;
+                let in_round =
+                    |f: Failure| failure(format!("round {round}: {}", f.expected), f.happened);
+                // Until it asks for its Foos, or exits first.
+                let deadline = tokio::time::Instant::now() + WAIT;
+                loop {
+                    tokio::select! {
+                        () = asked.notified() => break,
+                        () = p.process.drain_for(Duration::from_millis(200)) => {}
+                    }
+                    if !p.process.is_running() || tokio::time::Instant::now() >= deadline {
+                        let happened = format!("it did not ask for its Foos within {WAIT:?}");
+                        let expected = "a list or watch of Foos".to_string();
+                        return Err(in_round(p.explain(expected, happened, false)));
+                    }
+                }
+                p.stops_cleanly(Duration::from_secs(10))
+                    .await
+                    .map_err(in_round)?;
+            }
+            Ok(())
+        })
+        .await?;
+        Ok(())
+    })
 }
 
 pub(super) fn foos(client: &Client, ns: &str) -> Api<Foo> {
