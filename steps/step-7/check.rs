@@ -252,7 +252,8 @@ async fn step_7_writes(mut s: Scenario<'_>) -> Vec<Line> {
                 converged(&client, &ns, "literal", "literal", 2)
             })
             .await?;
-            tokio::time::sleep(Duration::from_secs(3)).await;
+            // The scale-up over, so that only a resync can sync it again.
+            settled(&client, &ns, "literal", "literal", 2).await?;
             let before = synced_count(&client, &ns, "literal").await?;
             tokio::time::sleep(Duration::from_secs(33)).await;
             let after = synced_count(&client, &ns, "literal").await?;

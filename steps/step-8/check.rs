@@ -187,9 +187,8 @@ async fn step_8_apply(mut s: Scenario<'_>) -> Vec<Line> {
         })
         .await?;
         s.check(STEP_8_NO_WRITE, async {
-            // Let the scale-up settle: the status write of the last replica
-            // and its Synced Event.
-            tokio::time::sleep(Duration::from_secs(3)).await;
+            // The scale-up over: its last status and Synced Event written.
+            settled(&client, &ns, "applied", "applied", 2).await?;
             let deployment_version = || async {
                 get_deployment(&client, &ns, "applied")
                     .await
@@ -231,7 +230,7 @@ async fn step_8_apply(mut s: Scenario<'_>) -> Vec<Line> {
         })
         .await?;
         s.check(STEP_8_IDLE, async {
-            tokio::time::sleep(Duration::from_secs(3)).await;
+            settled(&client, &ns, "applied", "applied", 2).await?;
             p.process.drain_for(Duration::from_millis(100)).await;
             let before = Quiet::now(&client, &ns, p.output()).await?;
             tokio::time::sleep(Duration::from_secs(35)).await;

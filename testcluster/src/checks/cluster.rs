@@ -298,6 +298,76 @@ pub(super) async fn converged(
     Ok(())
 }
 
+/// Waits until Foo `name`'s Deployment `deployment` has finished rolling out
+/// `want` replicas (kube-controller-manager has observed its last change;
+/// every Pod is updated and available, no old one left), the Foo reports
+/// them, and neither object has been written for 2 s. After that, a write
+/// to either is the program's own and not the rollout's last status.
+pub(super) async fn settled(
+    client: &Client,
+    ns: &str,
+    name: &str,
+    deployment: &str,
+    want: i32,
+) -> Checked<()> {
+    let expected = format!(
+        "Deployment {deployment} rolled out at {want} and Foo {name} reporting it, neither written for 2 s"
+    );
+    let deadline = tokio::time::Instant::now() + WAIT;
+    let mut seen = None;
+    loop {
+        let now = rolled_out(client, ns, name, deployment, want).await;
+        let late = tokio::time::Instant::now() >= deadline;
+        match now {
+            Ok(versions) if seen.as_ref() == Some(&versions) => return Ok(()),
+            Ok(versions) if late => {
+                return Err(failure(
+                    &expected,
+                    format!(
+                        "after {WAIT:?} still written: resourceVersions {seen:?}, then {versions:?}"
+                    ),
+                ));
+            }
+            Ok(versions) => seen = Some(versions),
+            Err(e) if late => return Err(failure(&expected, format!("after {WAIT:?}: {e}"))),
+            Err(_) => seen = None,
+        }
+        tokio::time::sleep(Duration::from_secs(2)).await;
+    }
+}
+
+/// The resourceVersions of Deployment `deployment` and Foo `name` once the
+/// rollout of `want` replicas is over and the Foo reports them; `Err` says
+/// what is still moving.
+async fn rolled_out(
+    client: &Client,
+    ns: &str,
+    name: &str,
+    deployment: &str,
+    want: i32,
+) -> std::result::Result<(Option<String>, Option<String>), String> {
+    let d = get_deployment(client, ns, deployment).await?;
+    let foo = foos(client, ns)
+        .get(name)
+        .await
+        .map_err(|e| format!("Foo {name}: {e}"))?;
+    let status = d.status.clone().unwrap_or_default();
+    let pods = (
+        status.replicas,
+        status.updated_replicas,
+        status.available_replicas,
+    );
+    let reported = foo.status.as_ref().map(|s| s.available_replicas);
+    let observed = status.observed_generation == d.metadata.generation;
+    if !observed || pods != (Some(want), Some(want), Some(want)) || reported != Some(want) {
+        return Err(format!(
+            "Deployment observed: {observed}, Pods (all, updated, available) {pods:?}; \
+             Foo status.availableReplicas {reported:?}"
+        ));
+    }
+    Ok((d.resource_version(), foo.resource_version()))
+}
+
 /// The Events about Foo `name`, as `(type, reason, note, count)`.
 pub(super) async fn events_for(
     client: &Client,
