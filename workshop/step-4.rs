@@ -183,7 +183,11 @@ fn process(
 ///   `"Error syncing; requeuing for later retry"`) and retried after the
 ///   delay `limiter` gives that key, which doubles with each failure in a
 ///   row (5 ms, 10 ms, 20 ms, …); a success starts the key's delays over
-///   (`RateLimiter` in src/workqueue.rs: the limiter Go's `NewController` builds).
+///   (`RateLimiter` in src/workqueue.rs: the limiter Go's `NewController` builds);
+/// - a key whose Foo is gone from `cache` when its turn comes is Go's
+///   `syncHandler` finding no Foo: logged with the key and Go's message
+///   (`"Foo referenced by item in work queue no longer exists"`), not
+///   retried, and its failures forgotten as after a success.
 ///
 /// kube-runtime has all of that but the rate limiter, in
 /// `kube::runtime::controller::applier`: what it takes and what each of its

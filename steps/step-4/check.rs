@@ -13,6 +13,7 @@ pub(crate) const SCENARIOS: &[CheckScenario] = &[
     CheckScenario::new(STEP_4_BURST, |s| Box::pin(step_4_burst(s))),
     CheckScenario::new(STEP_4_EXCLUSIVE, |s| Box::pin(step_4_exclusive(s))),
     CheckScenario::new(STEP_4_RETRY, |s| Box::pin(step_4_retry(s))),
+    CheckScenario::new(&[STEP_4_DROPS_THE_GONE], |s| Box::pin(step_4_gone(s))),
 ];
 
 pub(super) const STEP_4_COLLAPSES: Behaviour = Behaviour {
@@ -49,6 +50,11 @@ pub(super) const STEP_4_LOGS_FAILURES: Behaviour = Behaviour {
 };
 pub(super) const STEP_4_FORGETS: Behaviour = Behaviour {
     what: "a success resets the key's delays: after a change, retries start again at 5 ms",
+    chapter: "step-4.md#the-rust-code",
+};
+pub(super) const STEP_4_DROPS_THE_GONE: Behaviour = Behaviour {
+    what: "a Foo deleted while its key waits for a retry: dropped, not retried, \
+           and a new Foo of that name retries from 5 ms",
     chapter: "step-4.md#the-rust-code",
 };
 pub(super) const STEP_4_RETRY: &[Behaviour] =
@@ -293,6 +299,56 @@ async fn step_4_retry(mut s: Scenario<'_>) -> Vec<Line> {
                      about 155 ms in all); the key's failures must be forgotten on success (Go: Forget)",
                     format!("delays {gaps:?} ms, {total} ms in all"),
                 ))
+            }
+        })
+        .await?;
+        Ok(())
+    })
+}
+
+/// A failing Foo deleted while its key waits 1280 ms for its tenth attempt,
+/// then created again under its name. Go's `syncHandler` finds no Foo in
+/// the lister, logs it and returns nil, so `processNextWorkItem` forgets
+/// the key: no retry, and the new Foo's failures start at 5 ms again.
+async fn step_4_gone(mut s: Scenario<'_>) -> Vec<Line> {
+    scenario!(s, {
+        let client = s.client().clone();
+        let target = s.target;
+        s.check(STEP_4_DROPS_THE_GONE, async {
+            let ns = namespace(&client, "step4gone").await?;
+            let mut p = Program::start(target, &ns, &["--fail-first", "100"])?;
+            p.started(&["Starting 2 workers"]).await?;
+            let foos = foos(&client, &ns);
+            let key = format!("{ns}/gone");
+            create_foo(&client, &ns, "gone", "gone", 1).await?;
+            // Nine failures: the next retry waits 5 ms · 2^8 = 1280 ms.
+            p.expect(&[&format!("sync {key} failed attempt 9")]).await?;
+            delete(&foos, "gone").await?;
+            p.expect(&["Foo referenced by item in work queue no longer exists", &key])
+                .await?;
+            // Past the retry that was due: nothing may sync the key.
+            p.process.drain_for(Duration::from_millis(2500)).await;
+            let tenth = format!("sync {key} start attempt 10");
+            if let Some(retried) = p.output().iter().find(|l| has_whole(l, &tenth)) {
+                return Err(failure(
+                    "no sync of the deleted Foo's key (Go: syncHandler returns nil when the \
+                     lister has no Foo, so the key is not requeued)",
+                    retried,
+                ));
+            }
+            create_foo(&client, &ns, "gone", "gone", 1).await?;
+            p.expect(&[&format!("sync {key} start attempt 11")]).await?;
+            p.stop(Duration::from_secs(10)).await;
+            let gaps = retry_gaps(p.output(), &key, 11, 11);
+            match gaps[..] {
+                [gap] if gap < 1000 => Ok(()),
+                _ => Err(failure(
+                    "the new Foo's first retry after about 5 ms: the deleted Foo's failures \
+                     forgotten (Go: Forget, since syncHandler returned nil)",
+                    format!(
+                        "it came after {gaps:?} ms: the delays went on from the deleted Foo's nine failures"
+                    ),
+                )),
             }
         })
         .await?;
