@@ -274,21 +274,8 @@ async fn step_5_failed_create(mut s: Scenario<'_>) -> Vec<Line> {
                 "/deployments".into(),
                 FAILED_CREATES,
             );
-            let (_proxy, behind) = behind_proxy(target, &ns, rule).await?;
-            let mut p = Program::start(&behind, &ns, &[])?;
-            p.started(&["Starting 2 workers"]).await?;
-            p.about(&["flaky", "flaky-nginx"]);
-            create_foo(&client, &ns, "flaky", "flaky-nginx", 1).await?;
-            let key = format!("objectRef={ns}/flaky");
-            p.expect_where(
-                "\"Error syncing\" for Foo flaky, with the failed create's error",
-                |l| {
-                    has_whole(l, &key)
-                        && l.contains("Error syncing")
-                        && l.contains(FAILED_ON_PURPOSE)
-                },
-            )
-            .await?;
+            let (_proxy, mut p) =
+                flaky_behind_failing_proxy(target, &client, &ns, rule, "create").await?;
             p.until(
                 "Deployment flaky-nginx created after the failed creates",
                 WAIT,

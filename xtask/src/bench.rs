@@ -48,6 +48,7 @@ use crate::measure::{
     cpu_seconds, create_foos, diff, median, request_counts, spread, start_in, status_kib,
     wait_converged, wait_settled,
 };
+use crate::timeline::Timeline;
 
 /// Options of `cargo xtask bench`.
 #[derive(clap::Args, Debug)]
@@ -214,6 +215,8 @@ struct Measurement {
     idle_writes: Option<f64>,
     /// How many lines the flow had at the end (flow-on subjects).
     flow_lines: Option<usize>,
+    /// Where the time went, from the flow (flow-on subjects).
+    timeline: Option<Timeline>,
     /// JSON bytes of the Foos and Deployments as listed, of their
     /// managedFields, and of what step 8 keeps of them.
     cached_bytes: Option<CachedBytes>,
@@ -448,6 +451,9 @@ fn runs_from_data(text: &str) -> Result<(Conditions, Vec<usize>, Results)> {
                 .unwrap_or_default(),
             idle_writes: float("idle_writes"),
             flow_lines: kib("flow_lines").map(|l| l as usize),
+            timeline: run
+                .get("timeline")
+                .and_then(|t| serde_json::from_value(t.clone()).ok()),
             cached_bytes: run.get("cached_bytes").and_then(|c| {
                 let bytes = |key: &str| c.get(key)?.as_u64().map(|b| b as usize);
                 Some(CachedBytes {
@@ -563,6 +569,7 @@ impl Run {
             .iter()
             .map(|path| (sample_controller::telemetry::JSON_LOG, path.as_path()))
             .collect();
+        let spawned = Instant::now();
         let mut controller = Some(start_in(exe, &args, &log, None, &env).await?);
 
         let pid = controller.as_ref().and_then(|c| c.id());
@@ -626,21 +633,25 @@ impl Run {
         while namespaces.get_opt(&ns).await?.is_some() && Instant::now() < deadline {
             tokio::time::sleep(Duration::from_secs(1)).await;
         }
-        // The log was written and shows the flow (it is not kept: it is large).
-        let flow_lines = match &trace {
+        // The log was written and shows the flow (it is not kept: it is
+        // large), and where the time went; the flow's clock starts with the
+        // process, a few milliseconds after `spawned`.
+        let (flow_lines, timeline) = match &trace {
             Some(path) => {
                 let log = std::fs::read_to_string(path)
                     .with_context(|| format!("reading the JSON log {}", path.display()))?;
                 let _ = std::fs::remove_file(path);
-                let lines = testcluster::flow::from_log(&log).lines().count();
+                let flow = testcluster::flow::from_log(&log);
+                let lines = flow.lines().count();
                 anyhow::ensure!(
                     lines > n,
                     "{}: {lines} flow lines for {n} Foos",
                     subject.label()
                 );
-                Some(lines)
+                let start = (started - spawned).as_secs_f64();
+                (Some(lines), Timeline::of(&flow, start, WORKERS))
             }
-            None => None,
+            None => (None, None),
         };
         Ok(Measurement {
             converge,
@@ -650,6 +661,7 @@ impl Run {
             requests: diff(&before, &after),
             idle_writes,
             flow_lines,
+            timeline,
             cached_bytes,
             unconverged,
         })
@@ -1089,6 +1101,11 @@ fn figures(
         for (request, count) in request_medians(&results[&(n, subject)]) {
             put(at(&request), format!("{count}"));
         }
+        for (which, m, t) in extremes(&results[&(n, subject)]).into_iter().flatten() {
+            for (name, value) in timeline_figures(m, t) {
+                put(at(&format!("{which}-run {name}")), value);
+            }
+        }
         if Subject::TABLE.contains(&subject) {
             let of = |other: Subject| stats.get(&(n, other)).and_then(Stats::converged);
             for (what, other) in [
@@ -1369,6 +1386,7 @@ fn report(
     }
 
     flow_report(&mut out, sizes, &stats, limit);
+    timeline_report(&mut out, results);
 
     let _ = writeln!(out, "\n<!-- ANCHOR: requests -->");
     let _ = writeln!(
@@ -1408,6 +1426,76 @@ fn report(
         );
     }
     out
+}
+
+/// The fastest and the slowest converged run of `runs` that have a
+/// [`Timeline`], each named so (`fastest`, `slowest`): the two runs whose
+/// difference the page explains.
+fn extremes(runs: &[Measurement]) -> Option<[(&'static str, &Measurement, &Timeline); 2]> {
+    let timed = || {
+        runs.iter()
+            .filter(|m| m.unconverged.is_none())
+            .filter_map(|m| Some((m, m.timeline.as_ref()?)))
+    };
+    if timed().count() < 2 {
+        return None;
+    }
+    let fastest = timed().min_by(|a, b| a.0.converge.cmp(&b.0.converge))?;
+    let slowest = timed().max_by(|a, b| a.0.converge.cmp(&b.0.converge))?;
+    Some([
+        ("fastest", fastest.0, fastest.1),
+        ("slowest", slowest.0, slowest.1),
+    ])
+}
+
+/// A [`Timeline`]'s figures as the page shows them, by name.
+fn timeline_figures(m: &Measurement, t: &Timeline) -> [(&'static str, String); 13] {
+    [
+        ("converged", format!("{:.1} s", m.converge.as_secs_f64())),
+        ("last-seen", format!("{:.1} s", t.last_seen)),
+        ("last-created", format!("{:.1} s", t.last_created)),
+        ("syncs", format!("{}", t.syncs)),
+        ("sync-ms", format!("{:.1} ms", t.sync_ms)),
+        ("busy", format!("{:.1} s", t.busy)),
+        ("busy-share", format!("{:.0} %", t.busy_share * 100.0)),
+        ("wait", format!("{:.0} ms", t.wait_ms)),
+        ("wait-max", format!("{:.1} s", t.wait_max_ms / 1000.0)),
+        ("requests", format!("{}", t.requests)),
+        ("request-ms", format!("{:.1} ms", t.request_ms)),
+        ("request-p90", format!("{:.1} ms", t.request_p90_ms)),
+        ("request-total", format!("{:.1} s", t.request_total)),
+    ]
+}
+
+/// The table of where the time went: for each flow-on subject at each
+/// size, its fastest and slowest run taken apart ([`Timeline`]).
+fn timeline_report(out: &mut String, results: &Results) {
+    let mut rows = Vec::new();
+    for (&(n, subject), runs) in results {
+        for (which, m, t) in extremes(runs).into_iter().flatten() {
+            let f = timeline_figures(m, t).map(|(_, value)| value);
+            rows.push(format!(
+                "| {n} | {} | {which} | {} | {} | {} | {} | {} | {} ({}) | {} ({}) | {} | {} ({}) | {} |",
+                subject.label(),
+                f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8], f[9], f[10], f[11], f[12],
+            ));
+        }
+    }
+    if rows.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "\n<!-- ANCHOR: spread -->");
+    let _ = writeln!(
+        out,
+        "| Foos | Subject | Run | Converged | Last Foo seen | Last Deployment created | Syncs | \
+         Median sync | Workers busy (share) | Wait in the queue: median (longest) | Sync requests | \
+         Latency: median (90th percentile) | Latency summed |\n\
+         |---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    );
+    for row in rows {
+        let _ = writeln!(out, "{row}");
+    }
+    let _ = writeln!(out, "<!-- ANCHOR_END: spread -->");
 }
 
 /// The table of the flow's cost: each Rust step's convergence with the flow
@@ -1472,6 +1560,7 @@ fn runs_as_data(results: &Results) -> Vec<serde_json::Value> {
                 "requests": m.requests,
                 "idle_writes": m.idle_writes,
                 "flow_lines": m.flow_lines,
+                "timeline": m.timeline,
                 "cached_bytes": m.cached_bytes.map(|c| serde_json::json!({
                     "listed": c.listed,
                     "managed_fields": c.managed_fields,
@@ -1956,6 +2045,14 @@ mod tests {
             step_8: 550_000,
         });
         results.get_mut(&(100, Subject::Step8)).unwrap()[1].unconverged = Some("late".into());
+        for (i, m) in results
+            .get_mut(&(500, Subject::Step8))
+            .unwrap()
+            .iter_mut()
+            .enumerate()
+        {
+            m.timeline = Some(timeline(4.0 + i as f64));
+        }
         let data = serde_json::json!({
             "conditions": {"sizes": [100, 500], "repeat": 3, "timeout_seconds": 300, "idle_seconds": 300, "binary_bytes": {"step8": 15_728_640}},
             "runs": runs_as_data(&results),
@@ -1984,6 +2081,55 @@ mod tests {
         );
     }
 
+    /// A flow-on run's timeline whose workers were busy `busy` seconds.
+    fn timeline(busy: f64) -> Timeline {
+        Timeline {
+            last_seen: 1.25,
+            last_created: busy + 0.5,
+            syncs: 1000,
+            sync_ms: 8.0,
+            busy,
+            busy_share: 0.9,
+            wait_ms: 120.0,
+            wait_max_ms: 2500.0,
+            requests: 1500,
+            request_ms: 5.0,
+            request_p90_ms: 9.25,
+            request_total: 7.5,
+        }
+    }
+
+    #[test]
+    fn the_spread_table_sets_the_slowest_flow_run_beside_the_fastest() {
+        let mut runs = vec![
+            run(9.0, 1.0, 30, 0.0),
+            run(6.0, 1.0, 30, 0.0),
+            run(12.0, 1.0, 30, 0.0),
+        ];
+        for (m, busy) in runs.iter_mut().zip([8.0, 5.0, 11.0]) {
+            m.timeline = Some(timeline(busy));
+        }
+        let results = BTreeMap::from([((500, Subject::Step8Flow), runs)]);
+        let found = figures(&[500], &results, &conditions(), &[]);
+        assert_eq!(found["500 step8-flow fastest-run converged"], "6.0 s");
+        assert_eq!(found["500 step8-flow fastest-run busy"], "5.0 s");
+        assert_eq!(found["500 step8-flow slowest-run busy"], "11.0 s");
+        assert_eq!(found["500 step8-flow slowest-run busy-share"], "90 %");
+        assert_eq!(found["500 step8-flow slowest-run wait-max"], "2.5 s");
+        let table = report(&[500], &results, None, &conditions(), &[]);
+        let rows: Vec<&str> = table
+            .lines()
+            .filter(|l| l.starts_with("| 500 | Rust step 8, flow on |"))
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                "| 500 | Rust step 8, flow on | fastest | 6.0 s | 1.2 s | 5.5 s | 1000 | 8.0 ms | 5.0 s (90 %) | 120 ms (2.5 s) | 1500 | 5.0 ms (9.2 ms) | 7.5 s |",
+                "| 500 | Rust step 8, flow on | slowest | 12.0 s | 1.2 s | 11.5 s | 1000 | 8.0 ms | 11.0 s (90 %) | 120 ms (2.5 s) | 1500 | 5.0 ms (9.2 ms) | 7.5 s |",
+            ]
+        );
+    }
+
     #[test]
     fn a_chart_axis_steps_in_round_values_past_the_highest_point() {
         assert_eq!(axis(1.99), (0.5, 4));
@@ -1999,8 +2145,13 @@ mod tests {
             (500, Subject::Step8Flow),
             results[&(500, Subject::Step8)].clone(),
         );
+        for m in results.get_mut(&(500, Subject::Step8Flow)).unwrap() {
+            m.timeline = Some(timeline(4.0));
+        }
         let table = report(&[100, 500], &results, None, &conditions(), &[]);
-        for anchor in ["main", "cost", "memory", "idle", "flow", "requests"] {
+        for anchor in [
+            "main", "cost", "memory", "idle", "flow", "spread", "requests",
+        ] {
             assert!(
                 table.contains(&format!("<!-- ANCHOR: {anchor} -->")),
                 "{anchor}"

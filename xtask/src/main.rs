@@ -43,6 +43,7 @@ mod prepare;
 mod preprocess;
 mod setup;
 mod steps;
+mod timeline;
 mod watch;
 mod workshop;
 

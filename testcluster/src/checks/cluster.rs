@@ -25,6 +25,33 @@ pub(super) async fn behind_proxy(
 /// What the proxy of [`failing`] says in the errors it makes up.
 pub(super) const FAILED_ON_PURPOSE: &str = "the checker's proxy failed this request on purpose";
 
+/// Starts the program behind a proxy that fails the writes `rule` names
+/// ([`failing`]), creates Foo `flaky` (Deployment `flaky-nginx`) and waits
+/// for the failed `write` to reach the work queue: "Error syncing" for the
+/// Foo's key with the made-up error (Go: `syncHandler` returns the error,
+/// `processNextWorkItem` logs it and requeues the key). The proxy stays up
+/// while the returned guard lives.
+pub(super) async fn flaky_behind_failing_proxy(
+    target: &Target,
+    client: &Client,
+    ns: &str,
+    rule: crate::proxy::Rule,
+    write: &str,
+) -> Checked<(crate::proxy::Proxy, Program)> {
+    let (proxy, behind) = behind_proxy(target, ns, rule).await?;
+    let mut p = Program::start(&behind, ns, &[])?;
+    p.started(&["Starting 2 workers"]).await?;
+    p.about(&["flaky", "flaky-nginx"]);
+    create_foo(client, ns, "flaky", "flaky-nginx", 1).await?;
+    let key = format!("objectRef={ns}/flaky");
+    p.expect_where(
+        &format!("\"Error syncing\" for Foo flaky, with the failed {write}'s error"),
+        |l| has_whole(l, &key) && l.contains("Error syncing") && l.contains(FAILED_ON_PURPOSE),
+    )
+    .await?;
+    Ok((proxy, p))
+}
+
 /// A rule for [`behind_proxy`] that answers the first `times` requests whose
 /// method is one of `methods` and whose path ends with `suffix` with a 500,
 /// as an API server that could not write to etcd would ([`FAILED_ON_PURPOSE`]

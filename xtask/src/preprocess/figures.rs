@@ -23,7 +23,12 @@
 //!   listed objects' size, their managedFields and what step 8 caches;
 //! - `loc step7`, `loc step8`: lines of code;
 //! - `500 step8 flow-off`, `flow-on` (with `-fastest`, `-slowest`),
-//!   `flow-ratio`, `flow-lines`: the step with its JSON log off and on.
+//!   `flow-ratio`, `flow-lines`: the step with its JSON log off and on;
+//! - `500 step8-flow fastest-run busy` (and `slowest-run`): where the time
+//!   of the fastest and slowest flow-on run went (`xtask/src/timeline.rs`):
+//!   `converged`, `last-seen`, `last-created`, `syncs`, `sync-ms`, `busy`,
+//!   `busy-share`, `wait`, `wait-max`, `requests`, `request-ms`,
+//!   `request-p90`, `request-total`.
 //!
 //! `cargo xtask first-build` writes, for a target (`floor`, `step-1`,
 //! `bins`) and a revision (`HEAD`, or a commit as its table names it):
