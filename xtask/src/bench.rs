@@ -1458,7 +1458,7 @@ fn timeline_figures(m: &Measurement, t: &Timeline) -> [(&'static str, String); 1
         ("sync-ms", format!("{:.1} ms", t.sync_ms)),
         ("busy", format!("{:.1} s", t.busy)),
         ("busy-share", format!("{:.0} %", t.busy_share * 100.0)),
-        ("wait", format!("{:.0} ms", t.wait_ms)),
+        ("wait", format!("{:.1} s", t.wait_ms / 1000.0)),
         ("wait-max", format!("{:.1} s", t.wait_max_ms / 1000.0)),
         ("requests", format!("{}", t.requests)),
         ("request-ms", format!("{:.1} ms", t.request_ms)),
@@ -1467,34 +1467,56 @@ fn timeline_figures(m: &Measurement, t: &Timeline) -> [(&'static str, String); 1
     ]
 }
 
-/// The table of where the time went: for each flow-on subject at each
-/// size, its fastest and slowest run taken apart ([`Timeline`]).
+/// The tables of where the time went: for each flow-on subject at each
+/// size, its fastest and slowest run taken apart ([`Timeline`]), a row a
+/// measure and a column a run.
 fn timeline_report(out: &mut String, results: &Results) {
-    let mut rows = Vec::new();
+    const ROWS: [&str; 10] = [
+        "Converged",
+        "Last Foo seen",
+        "Last Deployment created",
+        "Syncs",
+        "Median sync",
+        "Workers busy (share of their time)",
+        "Wait in the queue: median (longest)",
+        "Requests of the syncs",
+        "Their latency: median (90th percentile)",
+        "Their latency summed",
+    ];
+    let mut tables = Vec::new();
     for (&(n, subject), runs) in results {
-        for (which, m, t) in extremes(runs).into_iter().flatten() {
+        let Some(extremes) = extremes(runs) else {
+            continue;
+        };
+        let [fastest, slowest] = extremes.map(|(_, m, t)| {
             let f = timeline_figures(m, t).map(|(_, value)| value);
-            rows.push(format!(
-                "| {n} | {} | {which} | {} | {} | {} | {} | {} | {} ({}) | {} ({}) | {} | {} ({}) | {} |",
-                subject.label(),
-                f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8], f[9], f[10], f[11], f[12],
-            ));
+            [
+                f[0].clone(),
+                f[1].clone(),
+                f[2].clone(),
+                f[3].clone(),
+                f[4].clone(),
+                format!("{} ({})", f[5], f[6]),
+                format!("{} ({})", f[7], f[8]),
+                f[9].clone(),
+                format!("{} ({})", f[10], f[11]),
+                f[12].clone(),
+            ]
+        });
+        let mut table = format!(
+            "| {n} Foos, {} | Fastest run | Slowest run |\n|---|---:|---:|\n",
+            subject.label()
+        );
+        for (i, row) in ROWS.iter().enumerate() {
+            let _ = writeln!(table, "| {row} | {} | {} |", fastest[i], slowest[i]);
         }
+        tables.push(table);
     }
-    if rows.is_empty() {
+    if tables.is_empty() {
         return;
     }
     let _ = writeln!(out, "\n<!-- ANCHOR: spread -->");
-    let _ = writeln!(
-        out,
-        "| Foos | Subject | Run | Converged | Last Foo seen | Last Deployment created | Syncs | \
-         Median sync | Workers busy (share) | Wait in the queue: median (longest) | Sync requests | \
-         Latency: median (90th percentile) | Latency summed |\n\
-         |---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
-    );
-    for row in rows {
-        let _ = writeln!(out, "{row}");
-    }
+    let _ = write!(out, "{}", tables.join("\n"));
     let _ = writeln!(out, "<!-- ANCHOR_END: spread -->");
 }
 
@@ -2117,16 +2139,26 @@ mod tests {
         assert_eq!(found["500 step8-flow slowest-run busy-share"], "90 %");
         assert_eq!(found["500 step8-flow slowest-run wait-max"], "2.5 s");
         let table = report(&[500], &results, None, &conditions(), &[]);
-        let rows: Vec<&str> = table
-            .lines()
-            .filter(|l| l.starts_with("| 500 | Rust step 8, flow on |"))
-            .collect();
+        let spread = table
+            .split("<!-- ANCHOR: spread -->\n")
+            .nth(1)
+            .and_then(|t| t.split("<!-- ANCHOR_END: spread -->").next())
+            .unwrap();
         assert_eq!(
-            rows,
-            [
-                "| 500 | Rust step 8, flow on | fastest | 6.0 s | 1.2 s | 5.5 s | 1000 | 8.0 ms | 5.0 s (90 %) | 120 ms (2.5 s) | 1500 | 5.0 ms (9.2 ms) | 7.5 s |",
-                "| 500 | Rust step 8, flow on | slowest | 12.0 s | 1.2 s | 11.5 s | 1000 | 8.0 ms | 11.0 s (90 %) | 120 ms (2.5 s) | 1500 | 5.0 ms (9.2 ms) | 7.5 s |",
-            ]
+            spread,
+            "| 500 Foos, Rust step 8, flow on | Fastest run | Slowest run |
+|---|---:|---:|
+| Converged | 6.0 s | 12.0 s |
+| Last Foo seen | 1.2 s | 1.2 s |
+| Last Deployment created | 5.5 s | 11.5 s |
+| Syncs | 1000 | 1000 |
+| Median sync | 8.0 ms | 8.0 ms |
+| Workers busy (share of their time) | 5.0 s (90 %) | 11.0 s (90 %) |
+| Wait in the queue: median (longest) | 0.1 s (2.5 s) | 0.1 s (2.5 s) |
+| Requests of the syncs | 1500 | 1500 |
+| Their latency: median (90th percentile) | 5.0 ms (9.2 ms) | 5.0 ms (9.2 ms) |
+| Their latency summed | 7.5 s | 7.5 s |
+"
         );
     }
 
