@@ -130,7 +130,7 @@ async fn step_3(mut s: Scenario<'_>) -> Vec<Line> {
                 .expect_where(
                     "a replayed update of Deployment watched-nginx (the same resourceVersion on both sides)",
                     |l| {
-                        l.contains(&updated)
+                        has_whole(l, &updated)
                             && resource_versions(l).is_some_and(|(old, new)| old == new)
                     },
                 )

@@ -66,7 +66,7 @@ fn retry_gaps(output: &[String], key: &str, first: u32, last: u32) -> Vec<u64> {
         .filter_map(|n| {
             let line = output
                 .iter()
-                .find(|l| l.contains(&format!("sync {key} start attempt {n} (")))?;
+                .find(|l| l.starts_with(&format!("sync {key} start attempt {n} (")))?;
             line.split('(').nth(1)?.split(" ms").next()?.parse().ok()
         })
         .collect()
@@ -110,7 +110,7 @@ async fn step_4_burst(mut s: Scenario<'_>) -> Vec<Line> {
                 let starts = p
                     .output()
                     .iter()
-                    .filter(|l| l.contains(&format!("sync {key} start")))
+                    .filter(|l| l.starts_with(&format!("sync {key} start ")))
                     .count();
                 if starts != 2 {
                     return Err(failure(
@@ -186,7 +186,7 @@ async fn step_4_exclusive(mut s: Scenario<'_>) -> Vec<Line> {
                     let Some(key) = line.split_whitespace().nth(1) else {
                         continue;
                     };
-                    if line.contains(" start attempt") {
+                    if line.split_whitespace().nth(2) == Some("start") {
                         if !running.insert(key.to_string()) {
                             return Err(failure(
                                 "a key starts again only after its sync is done",
@@ -268,7 +268,7 @@ async fn step_4_retry(mut s: Scenario<'_>) -> Vec<Line> {
         s.check(STEP_4_LOGS_FAILURES, async {
             let logged = output
                 .iter()
-                .filter(|l| l.contains("Error syncing; requeuing for later retry"))
+                .filter(|l| logs(l, "Error syncing; requeuing for later retry"))
                 .count();
             if logged == 5 {
                 Ok(())

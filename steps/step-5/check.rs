@@ -67,7 +67,8 @@ async fn step_5_nameless(mut s: Scenario<'_>) -> Vec<Line> {
                     "the first sync of Foo nameless, a success or a failure",
                     |l| {
                         has_whole(l, &key)
-                            && (l.contains("Successfully synced") || l.contains("Error syncing"))
+                            && (logs(l, "Successfully synced")
+                                || logs(l, "Error syncing; requeuing for later retry"))
                     },
                 )
                 .await?;
@@ -76,7 +77,9 @@ async fn step_5_nameless(mut s: Scenario<'_>) -> Vec<Line> {
             let retried = p
                 .output()
                 .iter()
-                .filter(|l| has_whole(l, &key) && l.contains("Error syncing"))
+                .filter(|l| {
+                    has_whole(l, &key) && logs(l, "Error syncing; requeuing for later retry")
+                })
                 .count();
             if retried > 0 {
                 return Err(failure(
@@ -139,7 +142,7 @@ async fn step_5_countless(mut s: Scenario<'_>) -> Vec<Line> {
             let key = format!("objectRef={ns}/countless");
             let synced = p
                 .expect_where("a sync of Foo countless after the scale", |l| {
-                    has_whole(l, &key) && l.contains("Successfully synced")
+                    has_whole(l, &key) && logs(l, "Successfully synced")
                 })
                 .await?;
             p.stop(Duration::from_secs(10)).await;

@@ -158,10 +158,7 @@ async fn step_7_events(mut s: Scenario<'_>) -> Vec<Line> {
         .await?;
         s.check(STEP_7_SHUTDOWN, async {
             p.stops_cleanly(Duration::from_secs(10)).await?;
-            if p.output()
-                .iter()
-                .any(|l| l.contains("Shutting down workers"))
-            {
+            if p.output().iter().any(|l| logs(l, "Shutting down workers")) {
                 Ok(())
             } else {
                 Err(failure(

@@ -302,7 +302,7 @@ impl Quiet {
                 .and_then(|d| d.resource_version()),
             reconciles: output
                 .iter()
-                .filter(|l| l.contains("Successfully synced"))
+                .filter(|l| logs(l, "Successfully synced"))
                 .count(),
         })
     }

@@ -46,7 +46,12 @@ pub(super) async fn flaky_behind_failing_proxy(
     let key = format!("objectRef={ns}/flaky");
     p.expect_where(
         &format!("\"Error syncing\" for Foo flaky, with the failed {write}'s error"),
-        |l| has_whole(l, &key) && l.contains("Error syncing") && l.contains(FAILED_ON_PURPOSE),
+        |l| {
+            has_whole(l, &key)
+                && logs(l, "Error syncing; requeuing for later retry")
+                // Inside the error field, wrapped in the client's words.
+                && l.contains(FAILED_ON_PURPOSE)
+        },
     )
     .await?;
     Ok((proxy, p))
@@ -544,6 +549,8 @@ pub(super) async fn untouched_until_refused(
                 ),
             ));
         }
+        // Go's error text, inside the error field of the failure's line
+        // (and of the Warning Event's, for the steps that record one).
         let refused = p.output().iter().filter(|l| l.contains(&refusal)).count();
         if refused >= times {
             return Ok(());

@@ -727,6 +727,27 @@ fn has_whole(line: &str, part: &str) -> bool {
     })
 }
 
+/// Whether `line`, a line of the program's text log (tracing's format:
+/// `LEVEL spans: target: message field=value …`), or a line it printed
+/// itself, says exactly `message`: the whole message, not one that merely
+/// begins with it (`Error syncing` is not `Error syncing; requeuing for
+/// later retry`). A printed line is its message; a logged one's message
+/// follows its target and ends where its fields begin.
+fn logs(line: &str, message: &str) -> bool {
+    let field = |rest: &str| {
+        let name: String = rest
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '.')
+            .collect();
+        !name.is_empty() && rest[name.len()..].starts_with('=')
+    };
+    line.trim() == message
+        || line.match_indices(&format!(": {message}")).any(|(at, m)| {
+            let rest = &line[at + m.len()..];
+            rest.is_empty() || rest.strip_prefix(' ').is_some_and(field)
+        })
+}
+
 fn quoted(parts: &[&str]) -> String {
     parts
         .iter()
@@ -906,6 +927,25 @@ mod tests {
         assert!(!has_whole("workers=20", "workers=2"));
         assert!(has_whole("Starting workers workers=2", "workers=2"));
         assert!(has_whole("a line with \" 3 \" inside", " 3 "));
+    }
+
+    #[test]
+    fn a_logged_message_is_found_only_whole() {
+        let failed = "2026-12-06T11:31:35Z ERROR reconciling object{object.ref=Foo/a.ns}: \
+                      sample_controller::workqueue: Error syncing; requeuing for later retry \
+                      objectRef=ns/a error=boom retry_in=5ms";
+        assert!(logs(failed, "Error syncing; requeuing for later retry"));
+        assert!(!logs(failed, "Error syncing"));
+        assert!(!logs(failed, "requeuing for later retry"));
+        let synced = "INFO sample_controller::workqueue: Successfully synced objectRef=ns/a";
+        assert!(logs(synced, "Successfully synced"));
+        assert!(!logs(synced, "Successfully"));
+        assert!(logs(
+            "INFO step_7: Shutting down workers",
+            "Shutting down workers"
+        ));
+        assert!(logs("Shutting down workers", "Shutting down workers"));
+        assert!(!logs("Shutting down workers now", "Shutting down workers"));
     }
 
     #[test]
