@@ -94,6 +94,14 @@ pub struct BenchArgs {
     /// (after a change to how they are reported).
     #[arg(long)]
     report_only: bool,
+    /// Run only `--sizes` and add their runs to those `book/src/outputs/NAME.json`
+    /// holds, replacing the runs of a size it has already: a larger size
+    /// (with a longer `--timeout`) without running the others again. Refused
+    /// when a program's size in bytes differs from the one recorded (the runs
+    /// would not be of the same programs) or `--repeat` differs. No idle
+    /// phase: that belongs to the earlier run's smallest size.
+    #[arg(long, conflicts_with = "report_only")]
+    add: bool,
 }
 
 /// How many syncs each controller runs at once: Go's `controller.Run(ctx,
@@ -238,13 +246,19 @@ struct CachedBytes {
 /// Runs the benchmark.
 pub async fn bench(args: BenchArgs) -> Result<()> {
     let root = crate::repo_root();
-    if args.report_only {
+    let earlier = if args.report_only || args.add {
         let path = root.join(format!("book/src/outputs/{}.json", args.output));
         let text = std::fs::read_to_string(&path)
             .with_context(|| format!("reading {} (written by a run)", path.display()))?;
-        let (conditions, sizes, results) = runs_from_data(&text)
-            .with_context(|| format!("reading the runs of {}", path.display()))?;
-        return write_outputs(&root, &args.output, &sizes, &results, None, &conditions);
+        Some(
+            runs_from_data(&text)
+                .with_context(|| format!("reading the runs of {}", path.display()))?,
+        )
+    } else {
+        None
+    };
+    if let (true, Some((conditions, sizes, results))) = (args.report_only, &earlier) {
+        return write_outputs(&root, &args.output, sizes, results, None, conditions);
     }
     println!(
         "==> cargo build --release --bin step-7 --bin step-8 --example bench_floor (the Go controller is an optimised build too)"
@@ -273,6 +287,9 @@ pub async fn bench(args: BenchArgs) -> Result<()> {
     };
     let limit = Duration::from_secs(args.timeout);
     let repeat = args.repeat.max(1);
+    if let Some((before, ..)) = &earlier {
+        same_programs(before, &binaries.sizes()?, repeat)?;
+    }
 
     let cp = ControlPlane::start(Options::default()).await?;
     let client = cp.client().await?;
@@ -293,6 +310,7 @@ pub async fn bench(args: BenchArgs) -> Result<()> {
                 let settle = (n == smallest
                     && round == 1
                     && !args.no_settle
+                    && !args.add
                     && subject.flow_off().is_none())
                 .then(|| {
                     (!subject.is_floor() && args.idle_seconds > 0)
@@ -334,17 +352,59 @@ pub async fn bench(args: BenchArgs) -> Result<()> {
     let conditions = Conditions {
         idle_seconds: args.idle_seconds,
         repeat,
-        limit,
+        limits: args.sizes.iter().map(|&n| (n, limit)).collect(),
         binaries: binaries.sizes()?,
     };
-    write_outputs(
-        &root,
-        &args.output,
-        &args.sizes,
-        &results,
-        build,
-        &conditions,
-    )
+    let (conditions, sizes, results) = match earlier {
+        Some(earlier) => added_to(earlier, (conditions, args.sizes.clone(), results)),
+        None => (conditions, args.sizes.clone(), results),
+    };
+    write_outputs(&root, &args.output, &sizes, &results, build, &conditions)
+}
+
+/// An earlier run's sizes and runs with those of a run that added sizes
+/// (`--add`): a size both have is the new run's; the idle phase is the
+/// earlier run's.
+fn added_to(
+    (before, earlier_sizes, earlier_runs): (Conditions, Vec<usize>, Results),
+    (mut conditions, mut sizes, mut results): (Conditions, Vec<usize>, Results),
+) -> (Conditions, Vec<usize>, Results) {
+    let run_again = sizes.clone();
+    for n in earlier_sizes {
+        if !run_again.contains(&n) {
+            sizes.push(n);
+            conditions.limits.insert(n, before.limit(n));
+        }
+    }
+    for ((n, subject), runs) in earlier_runs {
+        if !run_again.contains(&n) {
+            results.insert((n, subject), runs);
+        }
+    }
+    sizes.sort_unstable();
+    conditions.idle_seconds = before.idle_seconds;
+    (conditions, sizes, results)
+}
+
+/// Refuses to add runs to an earlier run's unless they are of the same
+/// programs (each binary's size in bytes) and as many runs per subject.
+fn same_programs(before: &Conditions, now: &BTreeMap<String, u64>, repeat: usize) -> Result<()> {
+    anyhow::ensure!(
+        before.repeat == repeat,
+        "the earlier run has {} runs per subject and size; add to it with --repeat {}",
+        before.repeat,
+        before.repeat
+    );
+    for (program, bytes) in now {
+        let recorded = before.binaries.get(program);
+        anyhow::ensure!(
+            recorded == Some(bytes),
+            "{program} is {bytes} bytes, but the earlier run's was {}: the programs changed since, \
+             so run every size again (without --add)",
+            recorded.map_or("not recorded".into(), |b| format!("{b} bytes"))
+        );
+    }
+    Ok(())
 }
 
 /// Writes the report (`NAME.txt`), the figures and every run (`NAME.json`)
@@ -367,7 +427,8 @@ fn write_outputs(
         "conditions": {
             "sizes": sizes,
             "repeat": conditions.repeat,
-            "timeout_seconds": conditions.limit.as_secs(),
+            "timeout_seconds": conditions.limit(sizes.first().copied().unwrap_or(0)).as_secs(),
+            "timeout_seconds_by_size": conditions.limits.iter().map(|(n, l)| (n.to_string(), l.as_secs())).collect::<BTreeMap<_, _>>(),
             "idle_seconds": conditions.idle_seconds,
             "workers": WORKERS,
             "binary_bytes": conditions.binaries,
@@ -382,7 +443,7 @@ fn write_outputs(
     if name == "performance" {
         std::fs::write(
             root.join("book/src/performance.svg"),
-            chart(sizes, results, conditions.limit),
+            chart(sizes, results, conditions),
         )?;
         std::fs::write(
             root.join("book/src/performance-cost.svg"),
@@ -406,14 +467,13 @@ fn runs_from_data(text: &str) -> Result<(Conditions, Vec<usize>, Results)> {
             .with_context(|| format!("no number {key:?}"))
     };
     let given = data.get("conditions").context("no \"conditions\"")?;
-    let conditions = Conditions {
-        idle_seconds: number(given, "idle_seconds")?,
-        repeat: number(given, "repeat")? as usize,
-        limit: Duration::from_secs(number(given, "timeout_seconds")?),
-        binaries: match given.get("binary_bytes") {
-            Some(sizes) => serde_json::from_value(sizes.clone()).context("\"binary_bytes\"")?,
-            None => BTreeMap::new(),
-        },
+    let timeout = Duration::from_secs(number(given, "timeout_seconds")?);
+    // Per size since runs of a size could be added (`--add`); one for all before.
+    let by_size: BTreeMap<String, u64> = match given.get("timeout_seconds_by_size") {
+        Some(limits) => {
+            serde_json::from_value(limits.clone()).context("\"timeout_seconds_by_size\"")?
+        }
+        None => BTreeMap::new(),
     };
     let sizes = given
         .get("sizes")
@@ -426,6 +486,21 @@ fn runs_from_data(text: &str) -> Result<(Conditions, Vec<usize>, Results)> {
                 .context("a size that is no number")
         })
         .collect::<Result<Vec<_>>>()?;
+    let conditions = Conditions {
+        idle_seconds: number(given, "idle_seconds")?,
+        repeat: number(given, "repeat")? as usize,
+        limits: sizes
+            .iter()
+            .map(|&n| {
+                let limit = by_size.get(&n.to_string()).map(|&s| Duration::from_secs(s));
+                (n, limit.unwrap_or(timeout))
+            })
+            .collect(),
+        binaries: match given.get("binary_bytes") {
+            Some(sizes) => serde_json::from_value(sizes.clone()).context("\"binary_bytes\"")?,
+            None => BTreeMap::new(),
+        },
+    };
     let mut results = Results::new();
     for run in data
         .get("runs")
@@ -831,10 +906,41 @@ fn cargo(root: &Path, args: &[&str], target: Option<&PathBuf>) -> Result<Duratio
 struct Conditions {
     idle_seconds: u64,
     repeat: usize,
-    limit: Duration,
+    /// How long a run at each size could take to converge (`--timeout`).
+    limits: BTreeMap<usize, Duration>,
     /// Each program's size in bytes ([`Binaries::sizes`]); empty for runs
     /// recorded before it was.
     binaries: BTreeMap<String, u64>,
+}
+
+impl Conditions {
+    /// How long a run of `n` Foos could take to converge.
+    fn limit(&self, n: usize) -> Duration {
+        self.limits
+            .get(&n)
+            .or_else(|| self.limits.values().max())
+            .copied()
+            .unwrap_or(Duration::from_secs(300))
+    }
+
+    /// The timeout in words: "300 s", or "300 s (600 s at 2000 Foos)".
+    fn limit_shown(&self) -> String {
+        let mut limits: Vec<(usize, Duration)> =
+            self.limits.iter().map(|(&n, &l)| (n, l)).collect();
+        let Some(&(_, first)) = limits.first() else {
+            return "300 s".into();
+        };
+        limits.retain(|&(_, l)| l != first);
+        let others: Vec<String> = limits
+            .iter()
+            .map(|(n, l)| format!("{} s at {n} Foos", l.as_secs()))
+            .collect();
+        if others.is_empty() {
+            format!("{} s", first.as_secs())
+        } else {
+            format!("{} s ({})", first.as_secs(), others.join(", "))
+        }
+    }
 }
 
 /// A measure over a subject's runs at one size: the median, the lowest and
@@ -1237,7 +1343,6 @@ fn report(
     let Conditions {
         idle_seconds,
         repeat,
-        limit,
         ..
     } = *conditions;
     let stats = stats(results);
@@ -1253,9 +1358,9 @@ fn report(
     let _ = writeln!(
         out,
         "Each figure: the median of {repeat} runs, with the lowest and highest in brackets; \
-         ratios are of medians. A run not converged after {} s is counted as slower than any \
+         ratios are of medians. A run not converged after {} is counted as slower than any \
          that did. CPU time: user and system, from the Foos' creation to convergence.\n",
-        limit.as_secs()
+        conditions.limit_shown()
     );
     let _ = writeln!(
         out,
@@ -1282,7 +1387,7 @@ fn report(
                 out,
                 "| {n} | {} | {} | {} | {} | {} | {} | {} | {} |",
                 subject.label(),
-                s.converge_cell(limit),
+                s.converge_cell(conditions.limit(n)),
                 vs(Subject::Go),
                 vs(Subject::BareClient),
                 if subject == Subject::FloorWorkers {
@@ -1385,7 +1490,7 @@ fn report(
         let _ = writeln!(out, "<!-- ANCHOR_END: idle -->");
     }
 
-    flow_report(&mut out, sizes, &stats, limit);
+    flow_report(&mut out, sizes, &stats, conditions);
     timeline_report(&mut out, results);
 
     let _ = writeln!(out, "\n<!-- ANCHOR: requests -->");
@@ -1471,17 +1576,30 @@ fn timeline_figures(m: &Measurement, t: &Timeline) -> [(&'static str, String); 1
 /// size, its fastest and slowest run taken apart ([`Timeline`]), a row a
 /// measure and a column a run.
 fn timeline_report(out: &mut String, results: &Results) {
-    const ROWS: [&str; 10] = [
-        "Converged",
-        "Last Foo seen",
-        "Last Deployment created",
-        "Syncs",
-        "Median sync",
-        "Workers busy (share of their time)",
-        "Wait in the queue: median (longest)",
-        "Requests of the syncs",
-        "Their latency: median (90th percentile)",
-        "Their latency summed",
+    // Each row: its label, the figure it shows, and the one in brackets.
+    const ROWS: [(&str, &str, Option<&str>); 10] = [
+        ("Converged", "converged", None),
+        ("Last Foo seen", "last-seen", None),
+        ("Last Deployment created", "last-created", None),
+        ("Syncs", "syncs", None),
+        ("Median sync", "sync-ms", None),
+        (
+            "Workers busy (share of their time)",
+            "busy",
+            Some("busy-share"),
+        ),
+        (
+            "Wait in the queue: median (longest)",
+            "wait",
+            Some("wait-max"),
+        ),
+        ("Requests of the syncs", "requests", None),
+        (
+            "Their latency: median (90th percentile)",
+            "request-ms",
+            Some("request-p90"),
+        ),
+        ("Their latency summed", "request-total", None),
     ];
     let mut tables = Vec::new();
     for (&(n, subject), runs) in results {
@@ -1489,25 +1607,23 @@ fn timeline_report(out: &mut String, results: &Results) {
             continue;
         };
         let [fastest, slowest] = extremes.map(|(_, m, t)| {
-            let f = timeline_figures(m, t).map(|(_, value)| value);
-            [
-                f[0].clone(),
-                f[1].clone(),
-                f[2].clone(),
-                f[3].clone(),
-                f[4].clone(),
-                format!("{} ({})", f[5], f[6]),
-                format!("{} ({})", f[7], f[8]),
-                f[9].clone(),
-                format!("{} ({})", f[10], f[11]),
-                f[12].clone(),
-            ]
+            let figures = timeline_figures(m, t);
+            let figure = |key: &str| {
+                figures
+                    .iter()
+                    .find(|(k, _)| *k == key)
+                    .map_or_else(|| "-".to_string(), |(_, value)| value.clone())
+            };
+            ROWS.map(|(_, shown, beside)| match beside {
+                Some(beside) => format!("{} ({})", figure(shown), figure(beside)),
+                None => figure(shown),
+            })
         });
         let mut table = format!(
             "| {n} Foos, {} | Fastest run | Slowest run |\n|---|---:|---:|\n",
             subject.label()
         );
-        for (i, row) in ROWS.iter().enumerate() {
+        for (i, (row, ..)) in ROWS.iter().enumerate() {
             let _ = writeln!(table, "| {row} | {} | {} |", fastest[i], slowest[i]);
         }
         tables.push(table);
@@ -1526,10 +1642,11 @@ fn flow_report(
     out: &mut String,
     sizes: &[usize],
     stats: &BTreeMap<(usize, Subject), Stats>,
-    limit: Duration,
+    conditions: &Conditions,
 ) {
     let mut rows = Vec::new();
     for &n in sizes {
+        let limit = conditions.limit(n);
         for on in [Subject::Step7Flow, Subject::Step8Flow] {
             let Some(off) = on.flow_off() else { continue };
             if let (Some(a), Some(b)) = (stats.get(&(n, off)), stats.get(&(n, on))) {
@@ -1606,21 +1723,25 @@ fn colour(subject: Subject) -> &'static str {
 }
 
 /// A horizontal bar chart of convergence times, as SVG: each bar the
-/// median, its whisker the lowest and highest run that converged.
-fn chart(sizes: &[usize], results: &Results, limit: Duration) -> String {
+/// median, its whisker the lowest and highest run that converged. Each size
+/// has its own scale, its slowest run the full width: Go's rate limit makes
+/// its time at 2,000 Foos a hundred times step 8's at 100.
+fn chart(sizes: &[usize], results: &Results, conditions: &Conditions) -> String {
     let stats = stats(results);
-    let max = results
-        .values()
-        .flat_map(|runs| runs.iter())
-        .map(|m| m.converge.as_secs_f64())
-        .fold(1.0, f64::max);
     let (left, width, bar_height, gap) = (230.0, 400.0, 18.0, 6.0);
     let mut y = 30.0;
     let mut body = String::new();
     for &n in sizes {
+        let limit = conditions.limit(n);
+        let max = results
+            .iter()
+            .filter(|((size, _), _)| *size == n)
+            .flat_map(|(_, runs)| runs.iter())
+            .map(|m| m.converge.as_secs_f64())
+            .fold(1.0, f64::max);
         let _ = writeln!(
             body,
-            r#"<text x="10" y="{y}" font-weight="bold">{n} Foos</text>"#
+            r#"<text x="10" y="{y}" font-weight="bold">{n} Foos</text><text x="{left}" y="{y}" font-size="11">full width: {max:.0} s</text>"#
         );
         y += 10.0;
         for subject in Subject::TABLE {
@@ -1843,7 +1964,11 @@ mod tests {
         Conditions {
             idle_seconds: 300,
             repeat: 3,
-            limit: Duration::from_secs(300),
+            limits: [
+                (100, Duration::from_secs(300)),
+                (500, Duration::from_secs(300)),
+            ]
+            .into(),
             binaries: BTreeMap::new(),
         }
     }
@@ -2059,6 +2184,64 @@ mod tests {
     }
 
     #[test]
+    fn a_size_added_to_an_earlier_run_keeps_its_runs_and_its_own_timeout() {
+        let earlier = (conditions(), vec![100, 500], results());
+        let added = Conditions {
+            idle_seconds: 0,
+            repeat: 3,
+            limits: [
+                (500, Duration::from_secs(600)),
+                (2000, Duration::from_secs(600)),
+            ]
+            .into(),
+            binaries: BTreeMap::new(),
+        };
+        let again = vec![run(9.0, 0.9, 19, 500.0)];
+        let big = vec![run(40.0, 4.0, 30, 2000.0)];
+        let new_runs = BTreeMap::from([
+            ((500, Subject::Step8), again.clone()),
+            ((2000, Subject::Step8), big.clone()),
+        ]);
+        let (conditions, sizes, results) = added_to(earlier, (added, vec![2000, 500], new_runs));
+        assert_eq!(sizes, [100, 500, 2000]);
+        // 100 is the earlier run's, with its runs and timeout; 500 was run again.
+        assert_eq!(results[&(100, Subject::Go)].len(), 3);
+        assert_eq!(results[&(500, Subject::Step8)].len(), again.len());
+        assert!(!results.contains_key(&(500, Subject::Go)));
+        assert_eq!(results[&(2000, Subject::Step8)].len(), big.len());
+        assert_eq!(conditions.limit(100), Duration::from_secs(300));
+        assert_eq!(conditions.limit(2000), Duration::from_secs(600));
+        assert_eq!(conditions.idle_seconds, 300);
+        assert_eq!(
+            conditions.limit_shown(),
+            "300 s (600 s at 500 Foos, 600 s at 2000 Foos)"
+        );
+        let data = serde_json::json!({
+            "conditions": {"sizes": sizes, "repeat": 3, "timeout_seconds": 300, "idle_seconds": 300,
+                "timeout_seconds_by_size": {"100": 300, "500": 600, "2000": 600}},
+            "runs": runs_as_data(&results),
+        });
+        let (read, ..) = runs_from_data(&data.to_string()).unwrap();
+        assert_eq!(read.limits, conditions.limits);
+    }
+
+    #[test]
+    fn runs_are_added_only_to_runs_of_the_same_programs_and_repeats() {
+        let mut before = conditions();
+        before.binaries = BTreeMap::from([("step8".to_string(), 100)]);
+        let same = BTreeMap::from([("step8".to_string(), 100)]);
+        assert!(same_programs(&before, &same, 3).is_ok());
+        let rebuilt = BTreeMap::from([("step8".to_string(), 101)]);
+        let refused = same_programs(&before, &rebuilt, 3).unwrap_err().to_string();
+        assert!(
+            refused.contains("step8 is 101 bytes, but the earlier run's was 100 bytes"),
+            "{refused}"
+        );
+        let refused = same_programs(&before, &same, 5).unwrap_err().to_string();
+        assert!(refused.contains("--repeat 3"), "{refused}");
+    }
+
+    #[test]
     fn a_report_written_again_from_the_recorded_runs_is_the_same() {
         let mut results = results();
         results.get_mut(&(500, Subject::Go)).unwrap()[0].cached_bytes = Some(CachedBytes {
@@ -2081,7 +2264,7 @@ mod tests {
         });
         let (conditions, sizes, again) = runs_from_data(&data.to_string()).unwrap();
         assert_eq!(sizes, [100, 500]);
-        assert_eq!(conditions.limit, Duration::from_secs(300));
+        assert_eq!(conditions.limit(500), Duration::from_secs(300));
         assert_eq!(conditions.binaries["step8"], 15_728_640);
         assert_eq!(
             figures(&sizes, &again, &conditions, &[]),
@@ -2094,7 +2277,11 @@ mod tests {
         let first = Conditions {
             idle_seconds: 300,
             repeat: 3,
-            limit: Duration::from_secs(300),
+            limits: [
+                (100, Duration::from_secs(300)),
+                (500, Duration::from_secs(300)),
+            ]
+            .into(),
             binaries: BTreeMap::new(),
         };
         assert_eq!(

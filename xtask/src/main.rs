@@ -36,6 +36,7 @@ mod generated;
 mod gosource;
 mod heap;
 mod kubectl;
+mod lanes;
 mod markdown;
 mod measure;
 mod oldest;
@@ -277,7 +278,7 @@ async fn test() -> Result<()> {
     );
     build(&[])?;
     println!(
-        "==> cargo test --workspace (unit, mock API server, end-to-end and parity against local control planes)"
+        "==> The workspace's tests (unit, mock API server, end-to-end and parity against local control planes), in two lanes"
     );
     clear_fault_report()?;
     // Every step is a package of its own, so `cargo test` builds no step
@@ -293,14 +294,9 @@ async fn test() -> Result<()> {
     // The image test's musl build and the oldest release's servers, built
     // meanwhile on the cores the tests leave idle.
     let beside = beside::start();
-    let status = cargo(&["test", "--workspace"])
-        .std()
-        .status()
-        .context("running cargo test");
+    let tested = lanes::run();
     let built = beside.finish();
-    if !status?.success() {
-        anyhow::bail!("cargo test --workspace failed");
-    }
+    tested?;
     built?;
     println!("==> The fault suite (tests/faults.rs, run above)");
     print_fault_report()?;

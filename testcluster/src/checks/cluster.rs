@@ -368,9 +368,10 @@ pub(super) async fn settled(
     }
 }
 
-/// The resourceVersions of Deployment `deployment` and Foo `name` once the
-/// rollout of `want` replicas is over and the Foo reports them; `Err` says
-/// what is still moving.
+/// The resourceVersions of Deployment `deployment` and Foo `name` once they
+/// have [`converged`] at `want` replicas and the rollout is over
+/// (kube-controller-manager has observed the last change, every Pod is
+/// updated and available); `Err` says what is still moving.
 async fn rolled_out(
     client: &Client,
     ns: &str,
@@ -378,6 +379,9 @@ async fn rolled_out(
     deployment: &str,
     want: i32,
 ) -> std::result::Result<(Option<String>, Option<String>), String> {
+    converged(client, ns, name, deployment, want)
+        .await
+        .map_err(|pending| pending.text().to_string())?;
     let d = get_deployment(client, ns, deployment).await?;
     let foo = foos(client, ns)
         .get(name)
@@ -389,12 +393,10 @@ async fn rolled_out(
         status.updated_replicas,
         status.available_replicas,
     );
-    let reported = foo.status.as_ref().map(|s| s.available_replicas);
     let observed = status.observed_generation == d.metadata.generation;
-    if !observed || pods != (Some(want), Some(want), Some(want)) || reported != Some(want) {
+    if !observed || pods != (Some(want), Some(want), Some(want)) {
         return Err(format!(
-            "Deployment observed: {observed}, Pods (all, updated, available) {pods:?}; \
-             Foo status.availableReplicas {reported:?}"
+            "Deployment observed: {observed}, Pods (all, updated, available) {pods:?}"
         ));
     }
     Ok((d.resource_version(), foo.resource_version()))
