@@ -1268,6 +1268,64 @@ fn figures(
             }
         }
     }
+    // The project's targets ("Against the project's targets" on the page),
+    // each a ratio of medians and the most it may be: `N SUBJECT met KEY`
+    // is "yes" or "no", for the ratio as the page shows it (two decimals).
+    for &n in sizes {
+        for (subject, flow_on) in [
+            (Subject::Step7, Subject::Step7Flow),
+            (Subject::Step8, Subject::Step8Flow),
+        ] {
+            let median = |of: Subject, measure: fn(&Stats) -> Option<f64>| {
+                stats.get(&(n, of)).and_then(measure)
+            };
+            let time: fn(&Stats) -> Option<f64> = Stats::converged;
+            let cpu: fn(&Stats) -> Option<f64> = |s| s.cpu.map(|c| c.mid);
+            let rss: fn(&Stats) -> Option<f64> = |s| s.rss.map(|r| r.mid);
+            let targets = [
+                (
+                    "time-vs-go",
+                    median(subject, time),
+                    median(Subject::Go, time),
+                    0.5,
+                ),
+                (
+                    "time-vs-floor",
+                    median(subject, time),
+                    median(Subject::BareClient, time),
+                    2.0,
+                ),
+                (
+                    "time-vs-floor2",
+                    median(subject, time),
+                    median(Subject::FloorWorkers, time),
+                    2.0,
+                ),
+                (
+                    "cpu-vs-go",
+                    median(subject, cpu),
+                    median(Subject::Go, cpu),
+                    0.3,
+                ),
+                (
+                    "rss-vs-go",
+                    median(subject, rss),
+                    median(Subject::Go, rss),
+                    0.45,
+                ),
+                ("flow", median(flow_on, time), median(subject, time), 1.1),
+            ];
+            for (key, x, y, most) in targets {
+                if let (Some(x), Some(y)) = (x, y)
+                    && y > 0.0
+                {
+                    let shown = (x / y * 100.0).round() / 100.0;
+                    let met = if shown <= most { "yes" } else { "no" };
+                    put(format!("{n} {} met {key}", subject.key()), met.into());
+                }
+            }
+        }
+    }
     // What more Foos cost, between every two sizes.
     for (small, large) in size_pairs(sizes) {
         for subject in Subject::TABLE {
@@ -1313,18 +1371,12 @@ fn figures(
     found
 }
 
-/// Every two sizes, smaller first.
+/// Each size with the next larger one: the segments of the cost curve.
 fn size_pairs(sizes: &[usize]) -> Vec<(usize, usize)> {
     let mut sorted = sizes.to_vec();
     sorted.sort_unstable();
     sorted.dedup();
-    let mut pairs = Vec::new();
-    for (i, &small) in sorted.iter().enumerate() {
-        for &large in &sorted[i + 1..] {
-            pairs.push((small, large));
-        }
-    }
-    pairs
+    sorted.windows(2).map(|w| (w[0], w[1])).collect()
 }
 
 /// How much the median grows per 100 more Foos, from `more` more.
@@ -1408,7 +1460,7 @@ fn report(
         let _ = writeln!(out, "\n<!-- ANCHOR: cost -->");
         let _ = writeln!(
             out,
-            "What 100 more Foos cost, from the medians at two sizes:\n\n\
+            "What 100 more Foos cost, from the medians at each size and the next:\n\n\
              | Foos | Subject | CPU time | Peak RSS | Converged in |\n\
              |---|---|---:|---:|---:|"
         );
@@ -1824,7 +1876,7 @@ fn cost_chart(sizes: &[usize], results: &Results) -> String {
     let stats = stats(results);
     let largest = sizes.iter().copied().max().unwrap_or(1).max(1) as f64;
     let (panel_width, panel_height, first_top, left, gap) = (300.0, 200.0, 40.0, 50.0, 75.0);
-    let label_width = 210.0;
+    let label_width = 260.0;
     let mut body = String::new();
     // Title, unit, the measure, and how its growth per 100 Foos is shown.
     type Panel = (
@@ -1925,12 +1977,14 @@ fn cost_chart(sizes: &[usize], results: &Results) -> String {
                     colour(*subject)
                 );
             }
-            let (first, last) = (line[0], line[line.len() - 1]);
-            let per_100 = if last.0 > first.0 {
-                let growth = (last.1 - first.1) / (last.0 - first.0) * 100.0;
-                format!(": {} per 100", growth_shown(growth))
-            } else {
-                String::new()
+            // The growth along the last segment: where the line is heading.
+            let last = line[line.len() - 1];
+            let per_100 = match line.len().checked_sub(2).map(|i| line[i]) {
+                Some(before) if last.0 > before.0 => {
+                    let growth = (last.1 - before.1) / (last.0 - before.0) * 100.0;
+                    format!(": {} per 100 from {:.0}", growth_shown(growth), before.0)
+                }
+                _ => String::new(),
             };
             ends.push((y(last.1), *subject, format!("{}{per_100}", subject.short())));
         }
@@ -1949,7 +2003,7 @@ fn cost_chart(sizes: &[usize], results: &Results) -> String {
     }
     format!(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" font-family=\"sans-serif\" font-size=\"13\">\n\
-         <title>CPU time from the Foos' creation to convergence, and peak RSS, against the number of Foos: medians, with the growth per 100 Foos</title>\n{body}</svg>\n",
+         <title>CPU time from the Foos' creation to convergence, and peak RSS, against the number of Foos: medians, with the growth per 100 Foos along the last segment</title>\n{body}</svg>\n",
         w = panel_width + left + label_width,
         h = first_top + 2.0 * panel_height + gap + 30.0
     )
@@ -2048,6 +2102,27 @@ mod tests {
                 ],
             ),
         ])
+    }
+
+    #[test]
+    fn a_target_is_met_when_its_ratio_as_the_page_shows_it_is_within_its_bound() {
+        let mut results = results();
+        let f = figures(&[100, 500], &results, &conditions(), &[]);
+        // Step 8 at 500: 10 s against Go's 100 s, 1.0 s of CPU against 5.2 s,
+        // 20 MiB against 38 MiB.
+        assert_eq!(f["500 step8 met time-vs-go"], "yes");
+        assert_eq!(f["500 step8 met cpu-vs-go"], "yes");
+        assert_eq!(f["500 step8 met rss-vs-go"], "no");
+        // No floor and no flow run: no verdict against them.
+        assert!(!f.contains_key("500 step8 met time-vs-floor"));
+        assert!(!f.contains_key("500 step8 met flow"));
+        // 17.2 MiB against 38 MiB is 0.4526..., shown as 0.45: met.
+        for m in results.get_mut(&(500, Subject::Step8)).unwrap() {
+            m.peak_rss_kib = Some((17.2 * 1024.0) as u64);
+        }
+        let f = figures(&[100, 500], &results, &conditions(), &[]);
+        assert_eq!(f["500 step8/go rss"], "0.45");
+        assert_eq!(f["500 step8 met rss-vs-go"], "yes");
     }
 
     #[test]

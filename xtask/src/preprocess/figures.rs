@@ -17,8 +17,13 @@
 //! - `500 step8/go rss` (a ratio of medians; `converged`, `cpu` too) and
 //!   `500 step8/go rss-verdict`: `lower in every run`, `higher in every
 //!   run` or `inconclusive: the runs overlap`;
+//! - `500 step8 met rss-vs-go` (`yes` or `no`, for step 7 and step 8): a
+//!   target of the project, its ratio as shown within its bound;
+//!   `time-vs-go` (0.5), `time-vs-floor` and `time-vs-floor2` (2),
+//!   `cpu-vs-go` (0.3), `rss-vs-go` (0.45), `flow` (on over off, 1.1);
 //! - `100-500 step8 per-foo` (seconds per extra Foo), `cpu-slope` and
-//!   `rss-slope` (per 100 more Foos);
+//!   `rss-slope` (per 100 more Foos), for each size and the next
+//!   (`500-2000`);
 //! - `500 json`, `managed`, `managed-share`, `cached`, `cached-share`: the
 //!   listed objects' size, their managedFields and what step 8 caches;
 //! - `loc step7`, `loc step8`: lines of code;
