@@ -242,10 +242,10 @@ async fn step_8_maps_kubes_controller_onto_the_same_lines_and_says_what_it_canno
     drop(dir);
 }
 
-/// Creates a Deployment `taken-name` nobody owns and a Foo `refused` that
-/// names it, and waits for the flow to show, in order, `first`, the refusal
-/// (its Warning and the failed sync) and three requeues 5, 10 and 20 ms
-/// long; returns those lines.
+/// Creates a Deployment `taken-name` nobody owns and, once the step has seen
+/// it, a Foo `refused` that names it, and waits for the flow to show, in
+/// order, `first`, the refusal (its Warning and the failed sync) and three
+/// requeues 5, 10 and 20 ms long; returns those lines.
 async fn refused_with_backoff(
     client: &kube::Client,
     ns: &str,
@@ -253,6 +253,17 @@ async fn refused_with_backoff(
     first: Value,
 ) -> Vec<Map<String, Value>> {
     create_foreign_deployment(client, ns, "taken-name").await;
+    // The step's cache has the Deployment (step 7's informer: `add`, step
+    // 8's watcher: `apply`) before the Foo comes. Else its first sync may
+    // miss it, try to create it, fail on the 409 and requeue before it
+    // refuses (as Go's would): out of the order below.
+    flows(
+        trace,
+        &[serde_json::json!({
+            "lane": "watch", "resource": "deployments", "key": format!("{ns}/taken-name")
+        })],
+    )
+    .await;
     create_foo(client, ns, "refused", "taken-name", Some(1)).await;
     let refused = format!("{ns}/refused");
     let found = flows(

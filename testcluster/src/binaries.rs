@@ -189,7 +189,7 @@ pub fn cache_dir() -> Result<PathBuf> {
 }
 
 /// Where a built binary is cached: `<cache_dir>/bin/<component>-<version>/<name>`.
-pub fn cached_path(binary: Binary) -> Result<PathBuf> {
+fn cached_path(binary: Binary) -> Result<PathBuf> {
     cached_path_at(binary, binary.version())
 }
 

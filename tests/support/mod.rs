@@ -201,14 +201,6 @@ impl Step {
         }
     }
 
-    /// Waits for a line matching `matches` (described by `what` in failures).
-    pub async fn expect_where(&mut self, what: &str, matches: impl Fn(&str) -> bool) -> String {
-        match self.0.expect_where(what, matches).await {
-            Ok(line) => line,
-            Err(err) => self.fail(err),
-        }
-    }
-
     /// Polls `check` every 200 ms until it returns `Some`, reading the step's
     /// output meanwhile (so that a failure shows what the step said); fails
     /// after [`WAIT`].

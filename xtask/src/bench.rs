@@ -233,7 +233,7 @@ struct Measurement {
 }
 
 /// The JSON size of the Foos and Deployments after a run.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, serde::Serialize, serde::Deserialize)]
 struct CachedBytes {
     /// As listed (what Go and step 7 cache).
     listed: usize,
@@ -422,23 +422,10 @@ fn write_outputs(
     println!("\n{table}");
     let out = format!("book/src/outputs/{name}");
     std::fs::write(root.join(format!("{out}.txt")), &table)?;
-    let data = serde_json::json!({
-        "written_by": "cargo xtask bench",
-        "conditions": {
-            "sizes": sizes,
-            "repeat": conditions.repeat,
-            "timeout_seconds": conditions.limit(sizes.first().copied().unwrap_or(0)).as_secs(),
-            "timeout_seconds_by_size": conditions.limits.iter().map(|(n, l)| (n.to_string(), l.as_secs())).collect::<BTreeMap<_, _>>(),
-            "idle_seconds": conditions.idle_seconds,
-            "workers": WORKERS,
-            "binary_bytes": conditions.binaries,
-        },
-        "figures": figures(sizes, results, conditions, &lines),
-        "runs": runs_as_data(results),
-    });
+    let data = Data::of(sizes, results, conditions, &lines);
     std::fs::write(
         root.join(format!("{out}.json")),
-        serde_json::to_string_pretty(&data)? + "\n",
+        serde_json::to_string_pretty(&serde_json::to_value(&data)?)? + "\n",
     )?;
     if name == "performance" {
         std::fs::write(
@@ -458,96 +445,159 @@ fn write_outputs(
     Ok(())
 }
 
-/// The conditions, sizes and runs `runs_as_data` recorded.
-fn runs_from_data(text: &str) -> Result<(Conditions, Vec<usize>, Results)> {
-    let data: serde_json::Value = serde_json::from_str(text)?;
-    let number = |v: &serde_json::Value, key: &str| {
-        v.get(key)
-            .and_then(serde_json::Value::as_u64)
-            .with_context(|| format!("no number {key:?}"))
-    };
-    let given = data.get("conditions").context("no \"conditions\"")?;
-    let timeout = Duration::from_secs(number(given, "timeout_seconds")?);
-    // Per size since runs of a size could be added (`--add`); one for all before.
-    let by_size: BTreeMap<String, u64> = match given.get("timeout_seconds_by_size") {
-        Some(limits) => {
-            serde_json::from_value(limits.clone()).context("\"timeout_seconds_by_size\"")?
+/// `NAME.json`: how the runs were made, every figure and every run. It is
+/// written through a `serde_json::Value`, whose objects keep their keys in
+/// alphabetical order, as the file has had them since its first run.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Data {
+    written_by: String,
+    conditions: DataConditions,
+    figures: BTreeMap<String, String>,
+    runs: Vec<RunRecord>,
+}
+
+impl Data {
+    /// What a run (or `--report-only`) writes.
+    fn of(
+        sizes: &[usize],
+        results: &Results,
+        conditions: &Conditions,
+        lines: &[LinesOfCode],
+    ) -> Data {
+        Data {
+            written_by: "cargo xtask bench".into(),
+            conditions: DataConditions {
+                sizes: sizes.to_vec(),
+                repeat: conditions.repeat,
+                timeout_seconds: conditions
+                    .limit(sizes.first().copied().unwrap_or(0))
+                    .as_secs(),
+                timeout_seconds_by_size: (conditions.limits.iter())
+                    .map(|(n, l)| (n.to_string(), l.as_secs()))
+                    .collect(),
+                idle_seconds: conditions.idle_seconds,
+                workers: WORKERS,
+                binary_bytes: conditions.binaries.clone(),
+            },
+            figures: figures(sizes, results, conditions, lines),
+            runs: (results.iter())
+                .flat_map(|(&(foos, subject), runs)| {
+                    let record = move |(i, m)| RunRecord::of(foos, subject, i + 1, m);
+                    runs.iter().enumerate().map(record)
+                })
+                .collect(),
         }
-        None => BTreeMap::new(),
-    };
-    let sizes = given
-        .get("sizes")
-        .and_then(serde_json::Value::as_array)
-        .context("no \"sizes\"")?
-        .iter()
-        .map(|n| {
-            n.as_u64()
-                .map(|n| n as usize)
-                .context("a size that is no number")
-        })
-        .collect::<Result<Vec<_>>>()?;
+    }
+}
+
+/// How the runs were made ([`Conditions`], as recorded).
+#[derive(serde::Serialize, serde::Deserialize)]
+struct DataConditions {
+    sizes: Vec<usize>,
+    repeat: usize,
+    /// The smallest size's; every size's before `--add` could differ them.
+    timeout_seconds: u64,
+    #[serde(default)]
+    timeout_seconds_by_size: BTreeMap<String, u64>,
+    idle_seconds: u64,
+    workers: usize,
+    /// Recorded since `--add` checks it.
+    #[serde(default)]
+    binary_bytes: BTreeMap<String, u64>,
+}
+
+/// One run ([`Measurement`], as recorded).
+#[derive(serde::Serialize, serde::Deserialize)]
+struct RunRecord {
+    subject: String,
+    foos: usize,
+    round: usize,
+    converged: bool,
+    not_converged: Option<String>,
+    seconds: f64,
+    cpu_seconds: Option<f64>,
+    peak_rss_kib: Option<u64>,
+    rss_anon_kib_at_end: Option<u64>,
+    rss_file_kib_at_end: Option<u64>,
+    writes: f64,
+    #[serde(default)]
+    requests: BTreeMap<String, f64>,
+    idle_writes: Option<f64>,
+    flow_lines: Option<usize>,
+    timeline: Option<Timeline>,
+    cached_bytes: Option<CachedBytes>,
+}
+
+impl RunRecord {
+    /// Run `round` of `subject` at `foos` Foos.
+    fn of(foos: usize, subject: Subject, round: usize, m: &Measurement) -> RunRecord {
+        RunRecord {
+            subject: subject.key().into(),
+            foos,
+            round,
+            converged: m.unconverged.is_none(),
+            not_converged: m.unconverged.clone(),
+            seconds: m.converge.as_secs_f64(),
+            cpu_seconds: m.cpu,
+            peak_rss_kib: m.peak_rss_kib,
+            rss_anon_kib_at_end: m.rss_at_end_kib.map(|r| r.0),
+            rss_file_kib_at_end: m.rss_at_end_kib.map(|r| r.1),
+            writes: writes(&m.requests),
+            requests: m.requests.clone(),
+            idle_writes: m.idle_writes,
+            flow_lines: m.flow_lines,
+            timeline: m.timeline,
+            cached_bytes: m.cached_bytes,
+        }
+    }
+
+    /// What the run measured, as [`RunRecord::of`] recorded it.
+    fn measurement(self) -> Measurement {
+        Measurement {
+            converge: Duration::from_secs_f64(self.seconds),
+            cpu: self.cpu_seconds,
+            peak_rss_kib: self.peak_rss_kib,
+            rss_at_end_kib: self.rss_anon_kib_at_end.zip(self.rss_file_kib_at_end),
+            requests: self.requests,
+            idle_writes: self.idle_writes,
+            flow_lines: self.flow_lines,
+            timeline: self.timeline,
+            cached_bytes: self.cached_bytes,
+            unconverged: self.not_converged,
+        }
+    }
+}
+
+/// The conditions, sizes and runs a data file recorded.
+fn runs_from_data(text: &str) -> Result<(Conditions, Vec<usize>, Results)> {
+    let data: Data = serde_json::from_str(text)?;
+    let given = data.conditions;
+    let limit = |n: usize| given.timeout_seconds_by_size.get(&n.to_string()).copied();
     let conditions = Conditions {
-        idle_seconds: number(given, "idle_seconds")?,
-        repeat: number(given, "repeat")? as usize,
-        limits: sizes
-            .iter()
+        idle_seconds: given.idle_seconds,
+        repeat: given.repeat,
+        limits: (given.sizes.iter())
             .map(|&n| {
-                let limit = by_size.get(&n.to_string()).map(|&s| Duration::from_secs(s));
-                (n, limit.unwrap_or(timeout))
+                (
+                    n,
+                    Duration::from_secs(limit(n).unwrap_or(given.timeout_seconds)),
+                )
             })
             .collect(),
-        binaries: match given.get("binary_bytes") {
-            Some(sizes) => serde_json::from_value(sizes.clone()).context("\"binary_bytes\"")?,
-            None => BTreeMap::new(),
-        },
+        binaries: given.binary_bytes,
     };
     let mut results = Results::new();
-    for run in data
-        .get("runs")
-        .and_then(serde_json::Value::as_array)
-        .context("no \"runs\"")?
-    {
-        let key = run
-            .get("subject")
-            .and_then(serde_json::Value::as_str)
-            .unwrap_or_default();
+    for run in data.runs {
         let subject = Subject::RUN_ORDER
             .into_iter()
-            .find(|s| s.key() == key)
-            .with_context(|| format!("unknown subject {key:?}"))?;
-        let float = |key: &str| run.get(key).and_then(serde_json::Value::as_f64);
-        let kib = |key: &str| run.get(key).and_then(serde_json::Value::as_u64);
-        let measured = Measurement {
-            converge: Duration::from_secs_f64(float("seconds").context("no \"seconds\"")?),
-            cpu: float("cpu_seconds"),
-            peak_rss_kib: kib("peak_rss_kib"),
-            rss_at_end_kib: kib("rss_anon_kib_at_end").zip(kib("rss_file_kib_at_end")),
-            requests: serde_json::from_value(run.get("requests").cloned().unwrap_or_default())
-                .unwrap_or_default(),
-            idle_writes: float("idle_writes"),
-            flow_lines: kib("flow_lines").map(|l| l as usize),
-            timeline: run
-                .get("timeline")
-                .and_then(|t| serde_json::from_value(t.clone()).ok()),
-            cached_bytes: run.get("cached_bytes").and_then(|c| {
-                let bytes = |key: &str| c.get(key)?.as_u64().map(|b| b as usize);
-                Some(CachedBytes {
-                    listed: bytes("listed")?,
-                    managed_fields: bytes("managed_fields")?,
-                    step_8: bytes("step_8")?,
-                })
-            }),
-            unconverged: run
-                .get("not_converged")
-                .and_then(serde_json::Value::as_str)
-                .map(String::from),
-        };
+            .find(|s| s.key() == run.subject)
+            .with_context(|| format!("unknown subject {:?}", run.subject))?;
         results
-            .entry((number(run, "foos")? as usize, subject))
+            .entry((run.foos, subject))
             .or_default()
-            .push(measured);
+            .push(run.measurement());
     }
-    Ok((conditions, sizes, results))
+    Ok((conditions, given.sizes, results))
 }
 
 /// Every run's measurement, by size and subject, in the order they ran.
@@ -1731,38 +1781,6 @@ fn flow_report(
     let _ = writeln!(out, "<!-- ANCHOR_END: flow -->");
 }
 
-/// Every run's measurement, for the data file.
-fn runs_as_data(results: &Results) -> Vec<serde_json::Value> {
-    let mut runs = Vec::new();
-    for ((n, subject), measured) in results {
-        for (i, m) in measured.iter().enumerate() {
-            runs.push(serde_json::json!({
-                "subject": subject.key(),
-                "foos": n,
-                "round": i + 1,
-                "converged": m.unconverged.is_none(),
-                "seconds": m.converge.as_secs_f64(),
-                "not_converged": m.unconverged,
-                "cpu_seconds": m.cpu,
-                "peak_rss_kib": m.peak_rss_kib,
-                "rss_anon_kib_at_end": m.rss_at_end_kib.map(|r| r.0),
-                "rss_file_kib_at_end": m.rss_at_end_kib.map(|r| r.1),
-                "writes": writes(&m.requests),
-                "requests": m.requests,
-                "idle_writes": m.idle_writes,
-                "flow_lines": m.flow_lines,
-                "timeline": m.timeline,
-                "cached_bytes": m.cached_bytes.map(|c| serde_json::json!({
-                    "listed": c.listed,
-                    "managed_fields": c.managed_fields,
-                    "step_8": c.step_8,
-                })),
-            }));
-        }
-    }
-    runs
-}
-
 /// The colour of a subject in the charts.
 fn colour(subject: Subject) -> &'static str {
     match subject {
@@ -2291,12 +2309,8 @@ mod tests {
             conditions.limit_shown(),
             "300 s (600 s at 500 Foos, 600 s at 2000 Foos)"
         );
-        let data = serde_json::json!({
-            "conditions": {"sizes": sizes, "repeat": 3, "timeout_seconds": 300, "idle_seconds": 300,
-                "timeout_seconds_by_size": {"100": 300, "500": 600, "2000": 600}},
-            "runs": runs_as_data(&results),
-        });
-        let (read, ..) = runs_from_data(&data.to_string()).unwrap();
+        let data = Data::of(&sizes, &results, &conditions, &[]);
+        let (read, ..) = runs_from_data(&serde_json::to_string(&data).unwrap()).unwrap();
         assert_eq!(read.limits, conditions.limits);
     }
 
@@ -2333,11 +2347,11 @@ mod tests {
         {
             m.timeline = Some(timeline(4.0 + i as f64));
         }
-        let data = serde_json::json!({
-            "conditions": {"sizes": [100, 500], "repeat": 3, "timeout_seconds": 300, "idle_seconds": 300, "binary_bytes": {"step8": 15_728_640}},
-            "runs": runs_as_data(&results),
-        });
-        let (conditions, sizes, again) = runs_from_data(&data.to_string()).unwrap();
+        let mut conditions = conditions();
+        conditions.binaries = BTreeMap::from([("step8".to_string(), 15_728_640)]);
+        let data = Data::of(&[100, 500], &results, &conditions, &[]);
+        let (conditions, sizes, again) =
+            runs_from_data(&serde_json::to_string(&data).unwrap()).unwrap();
         assert_eq!(sizes, [100, 500]);
         assert_eq!(conditions.limit(500), Duration::from_secs(300));
         assert_eq!(conditions.binaries["step8"], 15_728_640);
@@ -2457,8 +2471,10 @@ mod tests {
         }
         let page =
             std::fs::read_to_string(crate::repo_root().join("book/src/performance.md")).unwrap();
-        for include in page.split("{{#include outputs/performance.txt:").skip(1) {
-            let anchor = include.split("}}").next().unwrap();
+        for include in crate::markdown::directives(&page) {
+            let Some(anchor) = include.args.strip_prefix("outputs/performance.txt:") else {
+                continue;
+            };
             assert!(
                 table.contains(&format!("<!-- ANCHOR: {anchor} -->")),
                 "the page includes {anchor}"

@@ -1,5 +1,6 @@
 //! Builds that only a later part of `cargo xtask test` needs, run beside
-//! `cargo test --workspace` at the lowest CPU priority (nice 19).
+//! the workspace's tests (both lanes, lanes.rs) at the lowest CPU priority
+//! (nice 19).
 //!
 //! Most tests wait on API servers and leave a core idle; these builds are
 //! pure CPU, and the tests' own processes always come first. Two of them:

@@ -35,6 +35,8 @@ mod firstbuild;
 mod generated;
 mod gosource;
 mod heap;
+#[cfg(test)]
+mod imports;
 mod kubectl;
 mod lanes;
 mod markdown;

@@ -1,10 +1,10 @@
 //! What the tooling reads of the book's Markdown, found by pulldown-cmark
 //! (CommonMark, with tables) rather than by hand: fenced code blocks, the
-//! sections under a heading, link targets and a table's code spans, each
-//! with its byte range in the page.
+//! sections under a heading, link targets, a table's code spans and the
+//! prose, each with where it is in the page.
 //!
 //! mdBook's `{{#…}}` directives are not Markdown: mdBook finds them in the
-//! raw text, and so do the tools that check them.
+//! raw text, and so do the tools that check them ([`directives`]).
 
 use std::ops::Range;
 
@@ -100,6 +100,173 @@ pub fn section<'a>(text: &'a str, title: &str) -> Option<&'a str> {
         }
     }
     start.map(|from| &text[from..])
+}
+
+/// An mdBook directive, `{{#NAME ARGS}}`, in a page.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Directive<'a> {
+    /// Its byte range, braces (and an escaping backslash) included; only
+    /// `{{#` if it never closes.
+    pub range: Range<usize>,
+    /// The line it starts on (from 1).
+    pub line: usize,
+    /// `include`, `go`, `figure`, …
+    pub name: &'a str,
+    /// What follows the name, trimmed (to the line's end if it never closes).
+    pub args: &'a str,
+    /// Whether its `}}` was found.
+    pub closed: bool,
+    /// `\{{#…}}`: shown as written, without the backslash, never expanded.
+    pub escaped: bool,
+}
+
+/// Every mdBook directive of `text`, in order, in prose and in code blocks
+/// alike (as mdBook expands them). A directive closes at the first `}}`
+/// outside the braces it opens itself (a figure's line pattern holds `{}`
+/// and `{..}`).
+pub fn directives(text: &str) -> Vec<Directive<'_>> {
+    let mut found = Vec::new();
+    let mut from = 0;
+    while let Some(at) = text[from..].find("{{#") {
+        let start = from + at;
+        let inside = start + 3;
+        let (end, closed) = match directive_end(&text[inside..]) {
+            Some(close) => (inside + close + 2, true),
+            None => (inside, false),
+        };
+        let body = match closed {
+            true => &text[inside..end - 2],
+            false => text[inside..].lines().next().unwrap_or_default(),
+        };
+        let (name, args) = body.split_once(char::is_whitespace).unwrap_or((body, ""));
+        let escaped = text[..start].ends_with('\\');
+        found.push(Directive {
+            range: if escaped { start - 1 } else { start }..end,
+            line: line_of(text, start),
+            name,
+            args: args.trim(),
+            closed,
+            escaped,
+        });
+        from = end;
+    }
+    found
+}
+
+/// Where the `}}` that closes a directive is in `text` (what follows the
+/// directive's `{{#`): the first `}` outside braces the directive opens
+/// itself, if a second `}` follows it.
+pub fn directive_end(text: &str) -> Option<usize> {
+    let mut depth = 0usize;
+    for (at, c) in text.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' if depth > 0 => depth -= 1,
+            '}' => return text[at..].starts_with("}}").then_some(at),
+            _ => {}
+        }
+    }
+    None
+}
+
+/// `text` with each directive taken out of the Markdown before it is parsed
+/// (a figure's line pattern may hold `](` or a backtick): a `…` in its place,
+/// its line breaks kept.
+pub fn without_directives(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut from = 0;
+    for Directive { range, .. } in directives(text) {
+        out.push_str(&text[from..range.start]);
+        out.push('…');
+        out.extend(text[range.clone()].matches('\n'));
+        from = range.end;
+    }
+    out.push_str(&text[from..]);
+    out
+}
+
+/// A piece of a page's prose: a paragraph, a heading, a list item's text
+/// or a table cell.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Prose {
+    /// The line it starts on (from 1).
+    pub line: usize,
+    /// Its words, its line breaks kept: link text without the target, an
+    /// inline code span or a directive as `…`, HTML (comments too) left out.
+    pub text: String,
+    /// For a cell of a table's body, its column's heading.
+    pub heading: String,
+}
+
+/// The prose of `text`, in order: what a reader reads as sentences, never
+/// code blocks.
+pub fn prose(text: &str) -> Vec<Prose> {
+    let page = without_directives(text);
+    let mut found = Vec::new();
+    let mut open: Option<Prose> = None;
+    let mut head: Vec<String> = Vec::new();
+    let (mut in_head, mut in_code, mut column) = (false, false, 0);
+    let new = |at: usize, heading: String| Prose {
+        line: line_of(&page, at),
+        text: String::new(),
+        heading,
+    };
+    for (event, range) in parser(&page).into_offset_iter() {
+        let words: &str = match &event {
+            Event::Start(Tag::Paragraph | Tag::Heading { .. } | Tag::Item | Tag::TableCell) => {
+                found.extend(open.take());
+                let heading = match in_head {
+                    true => String::new(),
+                    false => head.get(column).cloned().unwrap_or_default(),
+                };
+                open = Some(new(range.start, heading));
+                continue;
+            }
+            Event::End(TagEnd::TableCell) => {
+                if in_head {
+                    head.push(open.as_ref().map_or("", |p| p.text.trim()).to_string());
+                }
+                column += 1;
+                found.extend(open.take());
+                continue;
+            }
+            Event::End(TagEnd::Paragraph | TagEnd::Heading(_) | TagEnd::Item) => {
+                found.extend(open.take());
+                continue;
+            }
+            Event::Start(Tag::TableHead) => {
+                (in_head, column) = (true, 0);
+                head.clear();
+                continue;
+            }
+            Event::End(TagEnd::TableHead) => {
+                in_head = false;
+                continue;
+            }
+            Event::Start(Tag::TableRow) => {
+                column = 0;
+                continue;
+            }
+            Event::Start(Tag::CodeBlock(_)) => {
+                in_code = true;
+                continue;
+            }
+            Event::End(TagEnd::CodeBlock) => {
+                in_code = false;
+                continue;
+            }
+            Event::Text(words) if !in_code => words,
+            Event::Code(_) => "…",
+            Event::SoftBreak | Event::HardBreak => "\n",
+            _ => continue,
+        };
+        open.get_or_insert_with(|| new(range.start, String::new()))
+            .text
+            .push_str(words);
+    }
+    found.extend(open);
+    found.retain(|p| !p.text.trim().is_empty());
+    found
 }
 
 /// Where a link target starting with `scheme` is in the page: the byte
@@ -223,6 +390,63 @@ mod tests {
                 "go:controller.go#syncHandler",
                 "go:main.go",
                 "go:controller.go#enqueueFoo"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_directive_closes_at_its_own_braces_end_and_may_be_escaped() {
+        let text = "a {{#figure run {} as MB}}\n\\{{#go main.go:main}} {{#terms}} {{#open x\ny";
+        let found: Vec<_> = directives(text)
+            .into_iter()
+            .map(|d| (&text[d.range], d.line, d.name, d.args, d.closed, d.escaped))
+            .collect();
+        assert_eq!(
+            found,
+            [
+                (
+                    "{{#figure run {} as MB}}",
+                    1,
+                    "figure",
+                    "run {} as MB",
+                    true,
+                    false
+                ),
+                (
+                    "\\{{#go main.go:main}}",
+                    2,
+                    "go",
+                    "main.go:main",
+                    true,
+                    true
+                ),
+                ("{{#terms}}", 2, "terms", "", true, false),
+                ("{{#", 2, "open", "x", false, false),
+            ]
+        );
+    }
+
+    #[test]
+    fn prose_is_paragraphs_items_and_cells_with_their_line_and_column_heading() {
+        let page = "# Title\n\nSome `code` and [a link](x.md#a-1.5-s)\n{{#figure run\n{}}} here.\n\n\
+                    ```text\nnot prose\n```\n\n- one\n- two <!-- no -->\n\n\
+                    | Target | Measured |\n|---|---|\n| fast | 12 s |\n";
+        let prose = prose(page);
+        let found: Vec<(usize, &str, &str)> = prose
+            .iter()
+            .map(|p| (p.line, p.text.as_str(), p.heading.as_str()))
+            .collect();
+        assert_eq!(
+            found,
+            [
+                (1, "Title", ""),
+                (3, "Some … and a link\n…\nhere.", ""),
+                (11, "one", ""),
+                (12, "two ", ""),
+                (14, "Target", ""),
+                (14, "Measured", ""),
+                (16, "fast", "Target"),
+                (16, "12 s", "Measured"),
             ]
         );
     }

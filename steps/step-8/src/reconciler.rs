@@ -451,9 +451,10 @@ pub fn log_result(
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::*;
     use crate::caches::relevance;
+    use crate::caches::tests::as_listed;
     use http::Method;
     use sample_controller::fixtures::{cache, foo, mock_client, stored};
     use sample_controller::vocabulary;
@@ -696,50 +697,6 @@ pub(crate) mod tests {
             !drifted(&scaled, &unset),
             "no replicas in the Foo: any count is fine"
         );
-    }
-
-    /// `foo`'s Deployment as a watch delivers it: what the API server
-    /// defaults and kube-controller-manager adds (annotation, strategy, pod
-    /// defaults, status counts and conditions, managedFields) on top of
-    /// [`stored`].
-    pub(crate) fn as_listed(foo: &Foo, available: i32) -> Deployment {
-        let mut d = serde_json::to_value(stored(new_deployment(foo), available)).unwrap();
-        d["metadata"]["generation"] = json!(1);
-        d["metadata"]["creationTimestamp"] = json!("2026-12-01T12:00:00Z");
-        d["metadata"]["annotations"] = json!({"deployment.kubernetes.io/revision": "1"});
-        d["metadata"]["managedFields"] = json!([{
-            "manager": "sample-controller", "operation": "Update", "apiVersion": "apps/v1",
-            "time": "2026-12-01T12:00:00Z", "fieldsType": "FieldsV1",
-            "fieldsV1": {"f:spec": {"f:replicas": {}, "f:template": {"f:spec": {"f:containers": {}}}}}
-        }]);
-        d["spec"]["strategy"] = json!({"type": "RollingUpdate",
-            "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"}});
-        d["spec"]["revisionHistoryLimit"] = json!(10);
-        d["spec"]["progressDeadlineSeconds"] = json!(600);
-        let pod = &mut d["spec"]["template"]["spec"];
-        pod["restartPolicy"] = json!("Always");
-        pod["dnsPolicy"] = json!("ClusterFirst");
-        pod["schedulerName"] = json!("default-scheduler");
-        pod["terminationGracePeriodSeconds"] = json!(30);
-        pod["securityContext"] = json!({});
-        let container = &mut pod["containers"][0];
-        container["imagePullPolicy"] = json!("IfNotPresent");
-        container["terminationMessagePath"] = json!("/dev/termination-log");
-        container["terminationMessagePolicy"] = json!("File");
-        container["resources"] = json!({});
-        let status = &mut d["status"];
-        status["observedGeneration"] = json!(1);
-        status["replicas"] = json!(1);
-        status["updatedReplicas"] = json!(1);
-        status["conditions"] = json!([
-            {"type": "Available", "status": "False", "reason": "MinimumReplicasUnavailable",
-             "message": "Deployment does not have minimum availability.",
-             "lastUpdateTime": "2026-12-01T12:00:00Z", "lastTransitionTime": "2026-12-01T12:00:00Z"},
-            {"type": "Progressing", "status": "True", "reason": "ReplicaSetUpdated",
-             "message": "ReplicaSet \"test-deployment-5d8f\" is progressing.",
-             "lastUpdateTime": "2026-12-01T12:00:00Z", "lastTransitionTime": "2026-12-01T12:00:00Z"}
-        ]);
-        serde_json::from_value(d).unwrap()
     }
 
     pub(crate) fn stripped(mut deployment: Deployment) -> Deployment {

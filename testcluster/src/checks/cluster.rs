@@ -290,15 +290,16 @@ pub(super) fn available(d: &Deployment) -> i32 {
 }
 
 /// Whether Foo `name` controls Deployment `deployment` with `want` replicas
-/// and reports them all available; `Err` says what is not there yet, and
-/// whose turn it is: only Pods becoming available are the cluster's.
+/// and reports them all available: both objects as read, or what is not
+/// there yet and whose turn it is (only Pods becoming available are the
+/// cluster's).
 pub(super) async fn converged(
     client: &Client,
     ns: &str,
     name: &str,
     deployment: &str,
     want: i32,
-) -> std::result::Result<(), Pending> {
+) -> std::result::Result<(Foo, Deployment), Pending> {
     let foo = foos(client, ns)
         .get_opt(name)
         .await
@@ -327,7 +328,7 @@ pub(super) async fn converged(
             Pending::Program(text)
         });
     }
-    Ok(())
+    Ok((foo, d))
 }
 
 /// Waits until Foo `name`'s Deployment `deployment` has finished rolling out
@@ -379,14 +380,9 @@ async fn rolled_out(
     deployment: &str,
     want: i32,
 ) -> std::result::Result<(Option<String>, Option<String>), String> {
-    converged(client, ns, name, deployment, want)
+    let (foo, d) = converged(client, ns, name, deployment, want)
         .await
         .map_err(|pending| pending.text().to_string())?;
-    let d = get_deployment(client, ns, deployment).await?;
-    let foo = foos(client, ns)
-        .get(name)
-        .await
-        .map_err(|e| format!("Foo {name}: {e}"))?;
     let status = d.status.clone().unwrap_or_default();
     let pods = (
         status.replicas,

@@ -4,9 +4,10 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result, bail, ensure};
 
-use super::tools::{MDBOOK, MDBOOK_I18N_HELPERS, MDBOOK_MERMAID, build, require_tools};
+use super::build;
+use super::tools::{MDBOOK, MDBOOK_I18N_HELPERS, MDBOOK_MERMAID, require_tools};
 use super::{book_dir, rel};
 
 // ---------------------------------------------------------------------------
@@ -47,7 +48,7 @@ pub fn check() -> Result<()> {
 
     println!("==> book check: tools");
     let tools = require_tools(&[MDBOOK, MDBOOK_MERMAID, MDBOOK_I18N_HELPERS], true)
-        .and_then(|()| crate::preprocess::check_preprocessor(&book));
+        .and_then(|()| check_preprocessor(&book));
     if let Err(err) = tools {
         failures.push(format!("{err:#}"));
         return fail(&failures);
@@ -122,30 +123,25 @@ struct Include {
 }
 
 fn includes(page: &Path, text: &str) -> Vec<Include> {
-    let mut found = Vec::new();
-    for directive in ["{{#include ", "{{#rustdoc_include "] {
-        let mut rest = text;
-        while let Some(start) = rest.find(directive) {
-            let after = &rest[start + directive.len()..];
-            let Some(end) = after.find("}}") else { break };
-            let target = after[..end].trim();
-            let (file, selector) = match target.split_once(':') {
+    crate::markdown::directives(text)
+        .into_iter()
+        .filter(|d| matches!(d.name, "include" | "rustdoc_include") && d.closed && !d.escaped)
+        .map(|d| {
+            let (file, selector) = match d.args.split_once(':') {
                 Some((file, selector)) => (file, Some(selector)),
-                None => (target, None),
+                None => (d.args, None),
             };
             let anchor = selector
                 .filter(|s| !s.is_empty() && !s.chars().all(|c| c.is_ascii_digit() || c == ':'))
                 .map(str::to_string);
-            found.push(Include {
+            Include {
                 page: page.to_path_buf(),
                 file: page.parent().unwrap_or(Path::new(".")).join(file),
                 anchor,
-                raw: format!("{directive}{target}}}}}"),
-            });
-            rest = &after[end..];
-        }
-    }
-    found
+                raw: text[d.range].to_string(),
+            }
+        })
+        .collect()
 }
 
 /// mdBook only warns about a missing anchor (and includes nothing): make it an error.
@@ -545,9 +541,70 @@ fn normalise(path: &Path) -> PathBuf {
     out
 }
 
+/// book.toml's `[preprocessor.gosource]` command runs this very binary
+/// (`../target/debug/xtask`), so the book is built with the code being checked.
+fn check_preprocessor(book: &Path) -> Result<()> {
+    let text = std::fs::read_to_string(book.join("book.toml"))?;
+    let config: toml::Table = toml::from_str(&text).context("reading book/book.toml")?;
+    let command = config
+        .get("preprocessor")
+        .and_then(|p| p.get("gosource"))
+        .and_then(|g| g.get("command"))
+        .and_then(toml::Value::as_str)
+        .context("book/book.toml has no [preprocessor.gosource] command")?;
+    let exe = command.split_whitespace().next().unwrap_or_default();
+    let configured = book.join(exe);
+    let running = std::env::current_exe()?;
+    let same = same_binary(&configured, &running);
+    ensure!(
+        same,
+        "book.toml's gosource preprocessor runs {}, but this check runs {}: build xtask into \
+         the default target directory (no CARGO_TARGET_DIR) so that mdBook uses this code",
+        configured.display(),
+        running.display()
+    );
+    Ok(())
+}
+
+/// Whether `running` (this process's executable) is the file at `configured`.
+/// A binary rebuilt while this one runs (a capture's nested `cargo xtask`
+/// relinks it when its environment differs) leaves this process running an
+/// unlinked file, which Linux names `PATH (deleted)`: the file now at `PATH`
+/// was built from the same tree, so it counts as the same.
+fn same_binary(configured: &Path, running: &Path) -> bool {
+    let running = running
+        .to_str()
+        .and_then(|p| p.strip_suffix(" (deleted)"))
+        .map_or_else(|| running.to_path_buf(), PathBuf::from);
+    match (configured.canonicalize(), running.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_binary_rebuilt_in_place_while_running_is_still_the_configured_one() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().to_path_buf();
+        let exe = dir.join("xtask");
+        std::fs::write(&exe, b"").unwrap();
+        let other = dir.join("other");
+        std::fs::write(&other, b"").unwrap();
+        assert!(same_binary(&exe, &exe));
+        assert!(same_binary(
+            &exe,
+            Path::new(&format!("{} (deleted)", exe.display()))
+        ));
+        assert!(!same_binary(&exe, &other));
+        assert!(!same_binary(
+            &exe,
+            Path::new(&format!("{} (deleted)", other.display()))
+        ));
+    }
 
     #[test]
     fn the_books_rust_excerpts_carry_no_tooling_line() {

@@ -132,46 +132,33 @@ pub fn has_prose(msgid: &str) -> bool {
 
 /// The English words of a message, outside what [`has_prose`] leaves out.
 fn prose_words(msgid: &str) -> usize {
-    let text = directive_re().replace_all(msgid, " ");
-    let text = code_span_re().replace_all(&text, " ");
-    let text = link_target_re().replace_all(&text, "]");
-    let text = html_tag_re().replace_all(&text, " ");
-    text.split(|c: char| !c.is_ascii_alphabetic())
+    words(msgid)
+        .split(|c: char| !c.is_ascii_alphabetic())
         .filter(|w| w.len() >= 2)
         .count()
 }
 
-fn directive_re() -> &'static regex::Regex {
-    static RE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
-    // A figure's line pattern holds `{}` and `{..}`: one level of braces inside.
-    RE.get_or_init(|| regex::Regex::new(r"\{\{#(?:[^{}]|\{[^{}]*\})*\}\}").expect("a valid regex"))
-}
-
-fn code_span_re() -> &'static regex::Regex {
-    static RE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
-    RE.get_or_init(|| regex::Regex::new(r"`[^`]*`").expect("a valid regex"))
-}
-
-fn link_target_re() -> &'static regex::Regex {
-    static RE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
-    RE.get_or_init(|| regex::Regex::new(r"\]\([^)]*\)").expect("a valid regex"))
-}
-
-fn html_tag_re() -> &'static regex::Regex {
-    static RE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
-    RE.get_or_init(|| regex::Regex::new(r"</?[A-Za-z][^>]*>").expect("a valid regex"))
+/// A message's prose ([`crate::markdown::prose`]): its words, without its
+/// directives, inline code, link targets and HTML.
+fn words(msgid: &str) -> String {
+    let prose = crate::markdown::prose(msgid);
+    prose
+        .into_iter()
+        .map(|p| p.text)
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// What a translation must keep of its English: every directive, link
 /// target and inline code span, as many times as the English has it.
 fn kept(text: &str) -> Vec<String> {
     use pulldown_cmark::{Event, Options, Parser, Tag};
-    let mut kept: Vec<String> = directive_re()
-        .find_iter(text)
-        .map(|m| format!("directive {}", m.as_str()))
+    let mut kept: Vec<String> = crate::markdown::directives(text)
+        .into_iter()
+        .map(|d| format!("directive {}", &text[d.range]))
         .collect();
     // Directives first, out of the Markdown: a `{{#figure … {..}}}` is no link.
-    let rest = directive_re().replace_all(text, " ");
+    let rest = crate::markdown::without_directives(text);
     for event in Parser::new_ext(&rest, Options::ENABLE_TABLES) {
         match event {
             Event::Start(Tag::Link { dest_url, .. }) => kept.push(format!("link ({dest_url})")),
@@ -227,9 +214,7 @@ pub fn terms_missed<'a>(
     msgstr: &str,
     terms: &'a BTreeMap<String, String>,
 ) -> Vec<(&'a str, &'a str)> {
-    let english = code_span_re().replace_all(msgid, " ");
-    let english = directive_re().replace_all(&english, " ");
-    let english = link_target_re().replace_all(&english, "]");
+    let english = words(msgid);
     terms
         .iter()
         .filter(|(term, _)| uses_term(&english, term))
@@ -661,6 +646,12 @@ fn compare_sections(
             )
         })
         .collect()
+}
+
+/// An HTML tag of a rendered page.
+fn html_tag_re() -> &'static regex::Regex {
+    static RE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    RE.get_or_init(|| regex::Regex::new(r"</?[A-Za-z][^>]*>").expect("a valid regex"))
 }
 
 /// The `<h2>`…`<h6>` ids of a rendered page, with each heading's text.

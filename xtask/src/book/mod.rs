@@ -47,6 +47,7 @@ mod tools;
 mod typed;
 
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
 use anyhow::Result;
 use clap::Subcommand;
@@ -81,7 +82,7 @@ pub async fn run(command: BookCommand) -> Result<()> {
         BookCommand::Outputs { only, check } => outputs::outputs(&only, check).await,
         BookCommand::Build => {
             require_tools(&[MDBOOK, MDBOOK_MERMAID, MDBOOK_I18N_HELPERS], false)?;
-            tools::build()
+            build()
         }
         BookCommand::Po => {
             require_tools(&[MDBOOK, MDBOOK_I18N_HELPERS], false)?;
@@ -89,6 +90,17 @@ pub async fn run(command: BookCommand) -> Result<()> {
         }
         BookCommand::Check => check(),
     }
+}
+
+/// Builds the book: mdbook-mermaid's files, then mdbook for English and for
+/// each translated edition.
+fn build() -> Result<()> {
+    let book = book_dir();
+    // Regenerates mermaid.min.js and mermaid-init.js (gitignored build tooling).
+    crate::run_tool(Command::new("mdbook-mermaid").arg("install").arg(&book))?;
+    crate::run_tool(Command::new("mdbook").arg("build").arg(&book))?;
+    println!("Built {}", book.join("book/index.html").display());
+    i18n::build_editions(&book)
 }
 
 pub(super) fn book_dir() -> PathBuf {

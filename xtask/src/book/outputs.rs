@@ -309,6 +309,17 @@ mod tests {
     use super::*;
 
     #[test]
+    fn every_capture_with_its_own_variations_exists() {
+        let files = output_files();
+        for (file, ..) in super::super::fresh::VARYING_IN {
+            assert!(files.contains(file), "{file} is not a capture");
+        }
+        for (file, ..) in super::super::fresh::MAY_APPEAR_IN {
+            assert!(files.contains(file), "{file} is not a capture");
+        }
+    }
+
+    #[test]
     fn every_capture_has_its_scenario() {
         let source = include_str!("outputs.rs");
         for name in OTHER_OUTPUT_FILES {

@@ -65,12 +65,10 @@ fn block_commands(section: &str) -> Vec<String> {
 
 /// The files of `{{#include outputs/….txt}}` lines, relative to `book/src`.
 fn included_outputs(section: &str) -> Vec<String> {
-    section
-        .lines()
-        .filter_map(|l| {
-            let file = l.trim().strip_prefix("{{#include ")?.strip_suffix("}}")?;
-            file.starts_with("outputs/").then(|| file.to_string())
-        })
+    crate::markdown::directives(section)
+        .into_iter()
+        .filter(|d| d.name == "include" && d.args.starts_with("outputs/"))
+        .map(|d| d.args.to_string())
         .collect()
 }
 

@@ -1,27 +1,10 @@
-//! The tools the book is built and checked with: their pinned versions, the
-//! commands that install them, and `build` (mdbook-mermaid, then mdbook for
-//! English and for each translated edition).
-
-use std::process::Command;
+//! The tools the book is built and checked with: their pinned versions and
+//! the commands that install them.
 
 use anyhow::{Result, bail};
 
-use super::book_dir;
-
 use crate::setup::BookTool;
 pub(super) use crate::setup::{MDBOOK, MDBOOK_I18N_HELPERS, MDBOOK_MERMAID};
-
-// ---------------------------------------------------------------------------
-// build
-
-pub(super) fn build() -> Result<()> {
-    let book = book_dir();
-    // Regenerates mermaid.min.js and mermaid-init.js (gitignored build tooling).
-    crate::run_tool(Command::new("mdbook-mermaid").arg("install").arg(&book))?;
-    crate::run_tool(Command::new("mdbook").arg("build").arg(&book))?;
-    println!("Built {}", book.join("book/index.html").display());
-    super::i18n::build_editions(&book)
-}
 
 /// Fails with the install lines of every missing or wrongly versioned tool
 /// (the pins of `setup`), and Chromium's when `chromium` is asked for and missing.

@@ -2,8 +2,8 @@
 //! written as `{{#figure}}` (xtask/src/preprocess/figures.rs), so that it says
 //! what the run says and changes with it; typed, it ages silently.
 //!
-//! The rule, for prose (outside code blocks, inline code, `{{#…}}`
-//! directives, HTML comments and link targets): a *figure* is a number with
+//! The rule, for prose ([`crate::markdown::prose`]: outside code blocks,
+//! inline code, `{{#…}}` directives, HTML and link targets): a *figure* is a number with
 //! a unit of time (`ms`, `s`, `min`, `minutes`, `seconds`, `hours`), of size
 //! (`B`, `bytes`, `KB`, `KiB`, `MB`, `MiB`, `GB`, `GiB`) or a ratio (`%`,
 //! `×`), or a range of them (`5–18 s`). A figure is *measured*, and the
@@ -80,61 +80,47 @@ fn page_name(page: &Path) -> String {
 /// The measured figures typed in `page`: line, figure, its sentence.
 fn typed_figures(page: &str) -> Vec<(usize, String, String)> {
     let mut found = Vec::new();
-    // A table's column headings, while in that table.
-    let mut headings: Vec<String> = Vec::new();
-    for (first_line, block) in blocks(&prose(page)) {
-        let is_row = block.starts_with('|');
-        let cells: Vec<&str> = if is_row {
-            let cells: Vec<&str> = block.trim().trim_matches('|').split('|').collect();
-            if headings.is_empty() {
-                headings = cells.iter().map(|c| c.to_string()).collect();
-            }
-            cells
-        } else {
-            headings.clear();
-            vec![block.as_str()]
-        };
-        for (column, cell) in cells.into_iter().enumerate() {
-            let heading = match is_row {
-                true => headings.get(column).map_or("", String::as_str),
-                false => "",
-            };
-            for sentence in sentences(cell) {
-                for m in FIGURE.captures_iter(sentence) {
-                    let (Some(number), Some(unit)) = (m.get(1), m.get(2)) else {
-                        continue;
-                    };
-                    let before = &sentence[..number.start()];
-                    let said = SAYS_MEASURED.is_match(sentence)
-                        || SAYS_MEASURED.is_match(heading)
-                        || MEASURED_BEFORE.is_match(before);
-                    let fractional = number.as_str().contains('.');
-                    let exempt =
-                        BOUND_BEFORE.is_match(before) || sentence.contains(['=', '≈', '·', '−']);
-                    if (said || fractional) && !exempt {
-                        let figure = &sentence[number.start()..unit.end()];
-                        let figure = figure.split_whitespace().collect::<Vec<_>>().join(" ");
-                        let line = first_line
-                            + block
-                                .find(sentence)
-                                .map_or(0, |at| block[..at].matches('\n').count())
-                            + sentence[..number.start()].matches('\n').count();
-                        // The words around it, for the message.
-                        let words: Vec<&str> = sentence[..number.start()]
-                            .split_whitespace()
-                            .rev()
-                            .take(8)
-                            .collect();
-                        let after = sentence[unit.end()..].split_whitespace().take(6);
-                        let context = words
-                            .into_iter()
-                            .rev()
-                            .chain(std::iter::once(figure.as_str()))
-                            .chain(after)
-                            .collect::<Vec<_>>()
-                            .join(" ");
-                        found.push((line, figure.clone(), context));
-                    }
+    for crate::markdown::Prose {
+        line: first_line,
+        text: block,
+        heading,
+    } in crate::markdown::prose(page)
+    {
+        for sentence in sentences(&block) {
+            for m in FIGURE.captures_iter(sentence) {
+                let (Some(number), Some(unit)) = (m.get(1), m.get(2)) else {
+                    continue;
+                };
+                let before = &sentence[..number.start()];
+                let said = SAYS_MEASURED.is_match(sentence)
+                    || SAYS_MEASURED.is_match(&heading)
+                    || MEASURED_BEFORE.is_match(before);
+                let fractional = number.as_str().contains('.');
+                let exempt =
+                    BOUND_BEFORE.is_match(before) || sentence.contains(['=', '≈', '·', '−']);
+                if (said || fractional) && !exempt {
+                    let figure = &sentence[number.start()..unit.end()];
+                    let figure = figure.split_whitespace().collect::<Vec<_>>().join(" ");
+                    let line = first_line
+                        + block
+                            .find(sentence)
+                            .map_or(0, |at| block[..at].matches('\n').count())
+                        + sentence[..number.start()].matches('\n').count();
+                    // The words around it, for the message.
+                    let words: Vec<&str> = sentence[..number.start()]
+                        .split_whitespace()
+                        .rev()
+                        .take(8)
+                        .collect();
+                    let after = sentence[unit.end()..].split_whitespace().take(6);
+                    let context = words
+                        .into_iter()
+                        .rev()
+                        .chain(std::iter::once(figure.as_str()))
+                        .chain(after)
+                        .collect::<Vec<_>>()
+                        .join(" ");
+                    found.push((line, figure.clone(), context));
                 }
             }
         }
@@ -142,88 +128,7 @@ fn typed_figures(page: &str) -> Vec<(usize, String, String)> {
     found
 }
 
-/// `page` with what is not prose blanked out, its lines kept: fenced code
-/// blocks, inline code, `{{#…}}` directives, HTML comments, link targets.
-fn prose(page: &str) -> String {
-    let mut out = String::with_capacity(page.len());
-    let (mut fenced, mut comment) = (false, false);
-    for line in page.lines() {
-        if line.trim_start().starts_with("```") {
-            fenced = !fenced;
-        }
-        if fenced || line.trim_start().starts_with("```") {
-            out.push('\n');
-            continue;
-        }
-        let mut rest = line;
-        while !rest.is_empty() {
-            if comment {
-                let end = rest.find("-->");
-                rest = end.map_or("", |at| &rest[at + 3..]);
-                comment = end.is_none();
-                continue;
-            }
-            let next = ["`", "{{#", "<!--", "]("]
-                .into_iter()
-                .filter_map(|open| rest.find(open).map(|at| (at, open)))
-                .min();
-            let Some((at, open)) = next else {
-                out.push_str(rest);
-                break;
-            };
-            out.push_str(&rest[..at]);
-            let after = &rest[at + open.len()..];
-            let (close, replacement) = match open {
-                "`" => (after.find('`').map(|c| c + 1), " CODE "),
-                "{{#" => (
-                    crate::preprocess::directive_end(after).map(|at| at + 2),
-                    " FIGURE ",
-                ),
-                "](" => (after.find(')').map(|c| c + 1), "]"),
-                _ => {
-                    comment = true;
-                    rest = after;
-                    continue;
-                }
-            };
-            out.push_str(replacement);
-            rest = close.map_or("", |close| &after[close..]);
-        }
-        out.push('\n');
-    }
-    out
-}
-
-/// Paragraphs and table rows (without a table's `|---|` line), with the
-/// line each starts on; a quote's `>` taken off.
-fn blocks(prose: &str) -> Vec<(usize, String)> {
-    let mut blocks: Vec<(usize, String)> = Vec::new();
-    let mut current: Option<(usize, String)> = None;
-    for (n, line) in prose.lines().enumerate() {
-        let text = line.trim_start_matches(['>', ' ']);
-        if text.trim().is_empty() || text.starts_with('|') {
-            blocks.extend(current.take());
-            if text.starts_with('|') && !text.contains("---") {
-                blocks.push((n + 1, text.to_string()));
-            } else if text.trim().is_empty() {
-                // A table ends at a blank line.
-                blocks.push((n + 1, String::new()));
-            }
-            continue;
-        }
-        match &mut current {
-            Some((_, block)) => {
-                block.push('\n');
-                block.push_str(text);
-            }
-            None => current = Some((n + 1, text.to_string())),
-        }
-    }
-    blocks.extend(current);
-    blocks
-}
-
-/// The sentences of a block: it splits after `.`, `;`, `!` or `?` and a space.
+/// The sentences of a piece of prose: it splits after `.`, `;`, `!` or `?` and a space.
 fn sentences(block: &str) -> Vec<&str> {
     let mut out = Vec::new();
     let mut start = 0;

@@ -1,8 +1,7 @@
 //! The `{{#go …}}` directives of a page (outside its code blocks).
 
-use super::DIRECTIVE;
 use super::selector::Selector;
-use crate::markdown::{code_blocks, in_code, line_of};
+use crate::markdown::{code_blocks, in_code};
 
 /// A `{{#go …}}` in a page.
 #[derive(Debug)]
@@ -17,34 +16,26 @@ pub(super) struct Directive {
 
 pub(super) fn directives(text: &str) -> Vec<std::result::Result<Directive, (usize, String)>> {
     let blocks = code_blocks(text);
+    let go = crate::markdown::directives(text)
+        .into_iter()
+        .filter(|d| d.name == "go" && !d.escaped && !in_code(&blocks, d.range.start));
     let mut found = Vec::new();
-    let mut from = 0;
-    while let Some(offset) = text[from..].find(DIRECTIVE) {
-        let start = from + offset;
-        from = start + DIRECTIVE.len();
-        if in_code(&blocks, start) || text[..start].ends_with('\\') {
-            continue;
-        }
-        let line = line_of(text, start);
-        let Some(close) = text[start..].find("}}") else {
-            found.push(Err((line, "`{{#go` without `}}`".to_string())));
+    for d in go {
+        if !d.closed {
+            found.push(Err((d.line, "`{{#go` without `}}`".to_string())));
             break;
-        };
-        let end = start + close + 2;
-        let inner = text[start + DIRECTIVE.len()..start + close].trim();
-        found.push(parse_directive(inner).map_or_else(
-            |why| Err((line, why)),
-            |(path, selector)| {
-                Ok(Directive {
-                    start,
-                    end,
-                    line,
+        }
+        found.push(
+            parse_directive(d.args)
+                .map(|(path, selector)| Directive {
+                    start: d.range.start,
+                    end: d.range.end,
+                    line: d.line,
                     path,
                     selector,
                 })
-            },
-        ));
-        from = end;
+                .map_err(|why| (d.line, why)),
+        );
     }
     found
 }

@@ -64,7 +64,6 @@ use scan::GoFile;
 /// The Go module the book quotes, at `testcluster::binaries::SAMPLE_CONTROLLER_VERSION`.
 pub const GO_MODULE: &str = "k8s.io/sample-controller";
 const REPO_URL: &str = "https://github.com/kubernetes/sample-controller";
-const DIRECTIVE: &str = "{{#go ";
 
 fn tag() -> &'static str {
     testcluster::binaries::SAMPLE_CONTROLLER_VERSION

@@ -12,7 +12,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 
-const DIRECTIVE: &str = "{{#flow ";
+const DIRECTIVE: &str = "flow";
 
 /// `page` with every `{{#flow NAME}}` replaced by the view and its
 /// recording, read from `outputs/flow/NAME.jsonl` under `src` (`book/src`).

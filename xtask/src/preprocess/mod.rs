@@ -12,7 +12,7 @@
 //!
 //! and first puts back the admonition markers a translation broke ([`alerts`]).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{Context, Result, ensure};
 use clap::Subcommand;
@@ -88,111 +88,35 @@ fn expand_page(page: &str, content: &str, src: &Path, language: Option<&str>) ->
     flows::expand(page, &expanded, src)
 }
 
-/// `page` with every `{{#NAME …}}` (`open` is `{{#NAME `) replaced by what
-/// `expand` makes of the text inside and the directive's line number; a
-/// directive without its `}}` is an error naming the page and the line.
+/// `page` with every `{{#NAME …}}` replaced by what `expand` makes of its
+/// arguments and its line number, and every `\{{#NAME …}}` shown as written
+/// without its backslash; a directive without its `}}` is an error naming
+/// the page and the line.
 fn replace_directives(
     page_name: &str,
     page: &str,
-    open: &str,
+    name: &str,
     mut expand: impl FnMut(&str, usize) -> Result<String>,
 ) -> Result<String> {
     let mut out = String::with_capacity(page.len());
     let mut from = 0;
-    while let Some(offset) = page[from..].find(open) {
-        let start = from + offset;
-        let line = page[..start].matches('\n').count() + 1;
-        let Some(close) = directive_end(&page[start + open.len()..]).map(|at| open.len() + at)
-        else {
-            anyhow::bail!("{page_name}:{line}: `{}` without `}}}}`", open.trim_end());
-        };
-        let inside = page[start + open.len()..start + close].trim();
-        out.push_str(&page[from..start]);
-        out.push_str(&expand(inside, line)?);
-        from = start + close + 2;
+    for directive in crate::markdown::directives(page) {
+        if directive.name != name {
+            continue;
+        }
+        let line = directive.line;
+        ensure!(
+            directive.closed,
+            "{page_name}:{line}: `{{{{#{name}` without `}}}}`"
+        );
+        out.push_str(&page[from..directive.range.start]);
+        if directive.escaped {
+            out.push_str(&page[directive.range.start + 1..directive.range.end]);
+        } else {
+            out.push_str(&expand(directive.args, line)?);
+        }
+        from = directive.range.end;
     }
     out.push_str(&page[from..]);
     Ok(out)
-}
-
-/// Where the `}}` that closes a directive is in `text` (what follows the
-/// directive's `{{#NAME `): the first `}` outside braces the directive opens
-/// itself (a figure's line pattern holds `{}`), if a second `}` follows it.
-pub(crate) fn directive_end(text: &str) -> Option<usize> {
-    let mut depth = 0usize;
-    for (at, c) in text.char_indices() {
-        match c {
-            '{' => depth += 1,
-            '}' if depth > 0 => depth -= 1,
-            '}' => return text[at..].starts_with("}}").then_some(at),
-            _ => {}
-        }
-    }
-    None
-}
-
-/// book.toml's `[preprocessor.gosource]` command runs this very binary
-/// (`../target/debug/xtask`), so the book is built with the code being checked.
-pub fn check_preprocessor(book: &Path) -> Result<()> {
-    let text = std::fs::read_to_string(book.join("book.toml"))?;
-    let config: toml::Table = toml::from_str(&text).context("reading book/book.toml")?;
-    let command = config
-        .get("preprocessor")
-        .and_then(|p| p.get("gosource"))
-        .and_then(|g| g.get("command"))
-        .and_then(toml::Value::as_str)
-        .context("book/book.toml has no [preprocessor.gosource] command")?;
-    let exe = command.split_whitespace().next().unwrap_or_default();
-    let configured = book.join(exe);
-    let running = std::env::current_exe()?;
-    let same = same_binary(&configured, &running);
-    ensure!(
-        same,
-        "book.toml's gosource preprocessor runs {}, but this check runs {}: build xtask into \
-         the default target directory (no CARGO_TARGET_DIR) so that mdBook uses this code",
-        configured.display(),
-        running.display()
-    );
-    Ok(())
-}
-
-/// Whether `running` (this process's executable) is the file at `configured`.
-/// A binary rebuilt while this one runs (a capture's nested `cargo xtask`
-/// relinks it when its environment differs) leaves this process running an
-/// unlinked file, which Linux names `PATH (deleted)`: the file now at `PATH`
-/// was built from the same tree, so it counts as the same.
-fn same_binary(configured: &Path, running: &Path) -> bool {
-    let running = running
-        .to_str()
-        .and_then(|p| p.strip_suffix(" (deleted)"))
-        .map_or_else(|| running.to_path_buf(), PathBuf::from);
-    match (configured.canonicalize(), running.canonicalize()) {
-        (Ok(a), Ok(b)) => a == b,
-        _ => false,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_binary_rebuilt_in_place_while_running_is_still_the_configured_one() {
-        let tmp = tempfile::tempdir().unwrap();
-        let dir = tmp.path().to_path_buf();
-        let exe = dir.join("xtask");
-        std::fs::write(&exe, b"").unwrap();
-        let other = dir.join("other");
-        std::fs::write(&other, b"").unwrap();
-        assert!(same_binary(&exe, &exe));
-        assert!(same_binary(
-            &exe,
-            Path::new(&format!("{} (deleted)", exe.display()))
-        ));
-        assert!(!same_binary(&exe, &other));
-        assert!(!same_binary(
-            &exe,
-            Path::new(&format!("{} (deleted)", other.display()))
-        ));
-    }
 }

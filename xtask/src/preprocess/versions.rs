@@ -13,8 +13,6 @@ use testcluster::binaries::{
     STAGING_VERSION,
 };
 
-const DIRECTIVE: &str = "{{#version ";
-
 /// The version `name` stands for.
 fn version(name: &str) -> Option<&'static str> {
     Some(match name {
@@ -31,33 +29,15 @@ fn version(name: &str) -> Option<&'static str> {
 /// `page` with every `{{#version NAME}}` replaced; an unknown NAME is an
 /// error naming the page and line.
 pub(super) fn expand(page_name: &str, page: &str) -> Result<String> {
-    let mut out = String::with_capacity(page.len());
-    let mut from = 0;
-    while let Some(offset) = page[from..].find(DIRECTIVE) {
-        let start = from + offset;
-        if page[..start].ends_with('\\') {
-            out.push_str(&page[from..start - 1]);
-            out.push_str(DIRECTIVE);
-            from = start + DIRECTIVE.len();
-            continue;
-        }
-        let line = page[..start].matches('\n').count() + 1;
-        let Some(close) = page[start..].find("}}") else {
-            bail!("{page_name}:{line}: `{{{{#version` without `}}}}`");
-        };
-        let name = page[start + DIRECTIVE.len()..start + close].trim();
+    super::replace_directives(page_name, page, "version", |name, line| {
         let Some(version) = version(name) else {
             bail!(
                 "{page_name}:{line}: {{{{#version {name}}}}}: write kubernetes, staging, minor, \
                  oldest, etcd or kwok"
             );
         };
-        out.push_str(&page[from..start]);
-        out.push_str(version);
-        from = start + close + 2;
-    }
-    out.push_str(&page[from..]);
-    Ok(out)
+        Ok(version.to_string())
+    })
 }
 
 #[cfg(test)]

@@ -1,0 +1,405 @@
+//! No import circle: in no crate of the workspace does a module name a
+//! module that names it back, directly or through others. Its test reads
+//! every crate's source as tokens (proc-macro2: comments and strings are no
+//! paths, a path inside a macro's arguments is one).
+//!
+//! A crate's files are followed from its root (each lib and bin target that
+//! `cargo metadata` lists) through their `mod NAME;` lines, `#[path]`
+//! included; modules a build script declares (the steps' checks and
+//! starters) are not read. At each level of the module tree, the children
+//! are the nodes, each with everything below it: `a` → `b` when a file in
+//! `a` names a path into `b` (`crate::b::…`, `super::b::…`, a `use` tree).
+//! A module naming its own ancestors (`super::helper`) or its own children
+//! is how Rust modules are built, and no edge.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, anyhow};
+use proc_macro2::{Delimiter, Spacing, TokenStream, TokenTree};
+
+/// A module's path from its crate's root: `["book", "i18n"]`.
+type ModPath = Vec<String>;
+
+/// A file of a crate: its module and the paths it names, each with the
+/// module it is named in (an inline `mod tests { … }` is one deeper).
+struct File {
+    path: PathBuf,
+    module: ModPath,
+    children: BTreeSet<String>,
+    named: Vec<(ModPath, Vec<String>)>,
+}
+
+/// Every circle among the modules of the crate rooted at `root`, each as
+/// `a → b → a (a's FILE names PATH; …)`.
+pub fn circles(root: &Path) -> Result<Vec<String>> {
+    let files = files(root)?;
+    let known: BTreeMap<&ModPath, &File> = files.iter().map(|f| (&f.module, f)).collect();
+    // Level (a module) → its children → the children they name, with why.
+    let mut levels: BTreeMap<ModPath, BTreeMap<String, BTreeMap<String, String>>> = BTreeMap::new();
+    for file in &files {
+        for (here, raw) in &file.named {
+            let Some(full) = resolve(file, here, raw) else {
+                continue;
+            };
+            // The longest prefix of the path that is a module of the crate.
+            let Some(target) = (0..=full.len())
+                .rev()
+                .map(|n| full[..n].to_vec())
+                .find(|m| known.contains_key(m))
+            else {
+                continue;
+            };
+            let common = file
+                .module
+                .iter()
+                .zip(&target)
+                .take_while(|(a, b)| a == b)
+                .count();
+            if common == file.module.len() || common == target.len() {
+                continue;
+            }
+            let why = format!("{} names {}", rel(root, &file.path), raw.join("::"));
+            levels
+                .entry(target[..common].to_vec())
+                .or_default()
+                .entry(file.module[common].clone())
+                .or_default()
+                .entry(target[common].clone())
+                .or_insert(why);
+        }
+    }
+    let mut found = Vec::new();
+    for graph in levels.values() {
+        let mut seen = BTreeSet::new();
+        for start in graph.keys() {
+            let Some(circle) = circle_through(graph, start) else {
+                continue;
+            };
+            let members: BTreeSet<&String> = circle.iter().collect();
+            if !seen.insert(members.into_iter().cloned().collect::<Vec<_>>()) {
+                continue;
+            }
+            let reasons: Vec<&str> = circle
+                .windows(2)
+                .map(|w| graph[&w[0]][&w[1]].as_str())
+                .collect();
+            found.push(format!("{} ({})", circle.join(" → "), reasons.join("; ")));
+        }
+    }
+    Ok(found)
+}
+
+/// The shortest circle from `start` back to it, if any: `[start, …, start]`.
+fn circle_through(
+    graph: &BTreeMap<String, BTreeMap<String, String>>,
+    start: &String,
+) -> Option<Vec<String>> {
+    let mut came_from: BTreeMap<&String, &String> = BTreeMap::new();
+    let mut queue = VecDeque::from([start]);
+    while let Some(node) = queue.pop_front() {
+        for next in graph.get(node).into_iter().flat_map(BTreeMap::keys) {
+            if next == start {
+                let mut circle = vec![start.clone(), node.clone()];
+                let mut at = node;
+                while at != start {
+                    at = came_from[at];
+                    circle.push(at.clone());
+                }
+                circle.reverse();
+                return Some(circle);
+            }
+            if !came_from.contains_key(next) {
+                came_from.insert(next, node);
+                queue.push_back(next);
+            }
+        }
+    }
+    None
+}
+
+/// The module path `raw` (as written in module `here` of `file`) names,
+/// from the crate's root; `None` for a path that starts elsewhere (another
+/// crate, a type, a local name).
+fn resolve(file: &File, here: &ModPath, raw: &[String]) -> Option<ModPath> {
+    let (mut base, mut rest) = (here.clone(), raw);
+    match raw.first()?.as_str() {
+        "crate" => (base, rest) = (Vec::new(), &raw[1..]),
+        "self" => rest = &raw[1..],
+        "super" => {
+            while rest.first().is_some_and(|s| s == "super") {
+                base.pop()?;
+                rest = &rest[1..];
+            }
+        }
+        name if here == &file.module && file.children.contains(name) => {}
+        _ => return None,
+    }
+    base.extend(rest.iter().cloned());
+    Some(base)
+}
+
+/// The files of the crate rooted at `root`, followed through `mod NAME;`.
+fn files(root: &Path) -> Result<Vec<File>> {
+    let mut files = Vec::new();
+    let mut pending = vec![(Vec::new(), root.to_path_buf(), true)];
+    while let Some((module, path, owns_dir)) = pending.pop() {
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("reading {}", path.display()))?;
+        let tokens: TokenStream = text
+            .parse()
+            .map_err(|e| anyhow!("{}: not Rust tokens: {e}", path.display()))?;
+        let mut file = File {
+            path: path.clone(),
+            module: module.clone(),
+            children: BTreeSet::new(),
+            named: Vec::new(),
+        };
+        let mut declared = Vec::new();
+        read(tokens, &module, &mut file.named, &mut declared);
+        // A `mod.rs`, `lib.rs` or `main.rs` holds its children beside it;
+        // `a.rs` holds them in `a/`.
+        let dir = match owns_dir {
+            true => path.parent().map(Path::to_path_buf).unwrap_or_default(),
+            false => path.with_extension(""),
+        };
+        for (name, attribute) in declared {
+            let (child, owns) = match attribute {
+                Some(at) => (path.parent().unwrap_or(Path::new(".")).join(at), false),
+                None if dir.join(format!("{name}.rs")).is_file() => {
+                    (dir.join(format!("{name}.rs")), false)
+                }
+                None => (dir.join(&name).join("mod.rs"), true),
+            };
+            let mut child_module = module.clone();
+            child_module.push(name.clone());
+            file.children.insert(name);
+            pending.push((child_module, child, owns));
+        }
+        files.push(file);
+    }
+    Ok(files)
+}
+
+/// Collects from `tokens` (in module `here`) every path that starts a
+/// `::` chain, and the file modules declared at the top (`mod NAME;`, with
+/// its `#[path = "…"]`); an inline `mod NAME { … }` is read as module
+/// `here::NAME`.
+fn read(
+    tokens: TokenStream,
+    here: &ModPath,
+    named: &mut Vec<(ModPath, Vec<String>)>,
+    declared: &mut Vec<(String, Option<String>)>,
+) {
+    let tokens: Vec<TokenTree> = tokens.into_iter().collect();
+    let mut path_attribute = None;
+    let mut i = 0;
+    while i < tokens.len() {
+        match &tokens[i] {
+            TokenTree::Group(group) if group.delimiter() == Delimiter::Bracket => {
+                let inside: Vec<TokenTree> = group.stream().into_iter().collect();
+                if let [
+                    TokenTree::Ident(name),
+                    TokenTree::Punct(eq),
+                    TokenTree::Literal(at),
+                ] = inside.as_slice()
+                    && name == "path"
+                    && eq.as_char() == '='
+                {
+                    path_attribute = Some(at.to_string().trim_matches('"').to_string());
+                } else {
+                    read(group.stream(), here, named, declared);
+                }
+            }
+            TokenTree::Ident(keyword) if keyword == "mod" => {
+                if let Some(TokenTree::Ident(name)) = tokens.get(i + 1) {
+                    match tokens.get(i + 2) {
+                        Some(TokenTree::Group(body)) => {
+                            let mut inner = here.clone();
+                            inner.push(name.to_string());
+                            read(body.stream(), &inner, named, &mut Vec::new());
+                        }
+                        _ => declared.push((name.to_string(), path_attribute.take())),
+                    }
+                    i += 3;
+                    continue;
+                }
+            }
+            TokenTree::Ident(_) if !follows_colons(&tokens, i) => {
+                let end = chain(&tokens, i, &[], here, named);
+                if end > i + 1 {
+                    i = end;
+                    continue;
+                }
+            }
+            TokenTree::Group(group) => {
+                read(group.stream(), here, named, declared);
+                // An item's body ends what a `#[path]` before it was about.
+                path_attribute = None;
+            }
+            TokenTree::Punct(end) if end.as_char() == ';' => path_attribute = None,
+            _ => {}
+        }
+        i += 1;
+    }
+}
+
+/// Whether `tokens[i]` is preceded by `::` (the middle of a path, not its start).
+fn follows_colons(tokens: &[TokenTree], i: usize) -> bool {
+    i >= 2 && is_colons(&tokens[i - 2], &tokens[i - 1])
+}
+
+fn is_colons(a: &TokenTree, b: &TokenTree) -> bool {
+    matches!((a, b), (TokenTree::Punct(a), TokenTree::Punct(b))
+        if a.as_char() == ':' && a.spacing() == Spacing::Joint && b.as_char() == ':')
+}
+
+/// Reads the path `prefix` + `IDENT::IDENT::…` starting at `tokens[i]` (a
+/// `{ … }` after `::` is a use tree: each of its paths continues this one),
+/// records it if it has a `::`, and returns where it ends.
+fn chain(
+    tokens: &[TokenTree],
+    mut i: usize,
+    prefix: &[String],
+    here: &ModPath,
+    named: &mut Vec<(ModPath, Vec<String>)>,
+) -> usize {
+    let mut path = prefix.to_vec();
+    while let Some(TokenTree::Ident(ident)) = tokens.get(i) {
+        path.push(ident.to_string());
+        i += 1;
+        match (tokens.get(i), tokens.get(i + 1)) {
+            (Some(a), Some(b)) if is_colons(a, b) => i += 2,
+            _ => break,
+        }
+        if let Some(TokenTree::Group(tree)) = tokens.get(i)
+            && tree.delimiter() == Delimiter::Brace
+        {
+            let inside: Vec<TokenTree> = tree.stream().into_iter().collect();
+            let mut j = 0;
+            while j < inside.len() {
+                j = chain(&inside, j, &path, here, named).max(j + 1);
+            }
+            return i + 1;
+        }
+    }
+    if path.len() > prefix.len().max(1) {
+        named.push((here.clone(), path));
+    }
+    i
+}
+
+fn rel(root: &Path, file: &Path) -> String {
+    let base = root.parent().and_then(Path::parent).unwrap_or(root);
+    file.strip_prefix(base)
+        .unwrap_or(file)
+        .display()
+        .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The root file of every lib and bin target of the workspace.
+    fn crate_roots() -> Vec<PathBuf> {
+        let metadata = cargo_metadata::MetadataCommand::new()
+            .current_dir(crate::repo_root())
+            .no_deps()
+            .exec()
+            .unwrap();
+        let mut roots: Vec<PathBuf> = metadata
+            .workspace_packages()
+            .into_iter()
+            .flat_map(|package| &package.targets)
+            .filter(|target| target.is_lib() || target.is_bin())
+            .map(|target| target.src_path.clone().into_std_path_buf())
+            .collect();
+        roots.sort();
+        roots.dedup();
+        roots
+    }
+
+    #[test]
+    fn no_module_of_any_crate_names_a_module_that_names_it_back() {
+        let roots = crate_roots();
+        assert!(roots.len() > 8, "{roots:?}");
+        let mut all = Vec::new();
+        for root in &roots {
+            let found = circles(root).unwrap();
+            all.extend(
+                found
+                    .into_iter()
+                    .map(|c| format!("{}: {c}", root.display())),
+            );
+        }
+        assert!(all.is_empty(), "import circles:\n{}", all.join("\n"));
+        // The crates are read through their modules, not just their roots.
+        let xtask = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/main.rs");
+        let read = files(&xtask).unwrap();
+        assert!(read.len() > 40, "{} files of xtask", read.len());
+    }
+
+    /// A crate made of `files` (path, source) in a scratch directory, and
+    /// its circles.
+    fn circles_of(files: &[(&str, &str)]) -> Vec<String> {
+        let dir = tempfile::tempdir().unwrap();
+        for (path, source) in files {
+            let path = dir.path().join(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, source).unwrap();
+        }
+        circles(&dir.path().join("src/lib.rs")).unwrap()
+    }
+
+    #[test]
+    fn two_modules_that_name_each_other_are_a_circle_with_the_lines_that_make_it() {
+        let found = circles_of(&[
+            ("src/lib.rs", "mod a;\nmod b;\n"),
+            ("src/a.rs", "use crate::b::x;\npub fn y() {}\n"),
+            (
+                "src/b.rs",
+                "pub fn x() { println!(\"{}\", crate::a::y()) }\n",
+            ),
+        ]);
+        assert_eq!(
+            found,
+            ["a → b → a (src/a.rs names crate::b::x; src/b.rs names crate::a::y)"]
+        );
+    }
+
+    #[test]
+    fn a_circle_through_a_folders_files_is_one_between_the_folder_and_the_other() {
+        let found = circles_of(&[
+            ("src/lib.rs", "mod setup;\nmod book;\n"),
+            ("src/setup.rs", "pub fn run() { crate::book::tool() }\n"),
+            ("src/book/mod.rs", "mod tools;\npub fn tool() {}\n"),
+            (
+                "src/book/tools.rs",
+                "use crate::{setup::{self, run as go}};\n",
+            ),
+        ]);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].starts_with("book → setup → book"), "{found:?}");
+    }
+
+    #[test]
+    fn parents_children_comments_strings_and_other_crates_are_no_edges() {
+        let found = circles_of(&[
+            ("src/lib.rs", "mod c;\nmod e;\npub fn top() {}\n"),
+            (
+                "src/c/mod.rs",
+                "mod d;\npub fn z() { d::w() }\n// crate::e::f\nconst S: &str = \"crate::e::f\";\n",
+            ),
+            (
+                "src/c/d.rs",
+                "pub fn w() { super::z(); crate::top(); std::mem::drop(1) }\n",
+            ),
+            (
+                "src/e.rs",
+                "use crate::c::z;\n#[cfg(test)]\nmod tests {\n    use super::*;\n}\n",
+            ),
+        ]);
+        assert!(found.is_empty(), "{found:?}");
+    }
+}
