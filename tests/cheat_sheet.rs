@@ -848,32 +848,38 @@ async fn a_tower_rate_limit_layer_spaces_the_clients_requests() {
     assert!(arrived[2] >= Duration::from_secs(1), "{arrived:?}");
 }
 
-/// The key of each row of the cheat sheet's tables.
+/// The key of each row of the cheat sheet's tables, from its first cell as
+/// written: in a Go table the first code span, in the table of what kube-rs
+/// does not have the words before " (".
 fn rows() -> Vec<String> {
+    use pulldown_cmark::{Event as Md, Options, Parser as Markdown, Tag, TagEnd};
     let page = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/book/src/appendix-a-cheat-sheet.md"
     ))
     .unwrap();
     let mut rows = Vec::new();
-    let mut table = "";
-    for line in page.lines() {
-        let Some(first) = line.strip_prefix('|').and_then(|l| l.split('|').next()) else {
-            continue;
-        };
-        let first = first.trim();
-        if first == "Go" || first == "client-go feature" {
-            table = first;
-            continue;
+    let (mut table, mut in_head, mut cell) = (String::new(), false, 0);
+    for (event, range) in Markdown::new_ext(&page, Options::ENABLE_TABLES).into_offset_iter() {
+        match event {
+            Md::Start(Tag::TableHead) => (in_head, cell) = (true, 0),
+            Md::End(TagEnd::TableHead) => in_head = false,
+            Md::Start(Tag::TableRow) => cell = 0,
+            Md::Start(Tag::TableCell) => {
+                cell += 1;
+                let first = page[range].trim().trim_matches('|').trim();
+                if cell > 1 {
+                    continue;
+                } else if in_head {
+                    table = first.to_string();
+                } else if table == "Go" {
+                    rows.push(first.split('`').nth(1).unwrap_or(first).to_string());
+                } else {
+                    rows.push(first.split(" (").next().unwrap_or(first).to_string());
+                }
+            }
+            _ => {}
         }
-        if first.starts_with("---") {
-            continue;
-        }
-        let key = match table {
-            "Go" => first.split('`').nth(1).unwrap_or(first),
-            _ => first.split(" (").next().unwrap_or(first),
-        };
-        rows.push(key.to_string());
     }
     rows
 }

@@ -200,19 +200,41 @@ mod tests {
         assert_eq!(plain_link("no link"), "no link");
     }
 
-    /// mdBook's id for a heading: lower case, spaces to dashes, only
-    /// alphanumerics, `-` and `_` kept.
-    fn anchor(heading: &str) -> String {
-        heading
-            .trim()
-            .to_lowercase()
-            .chars()
-            .filter_map(|c| match c {
-                ' ' => Some('-'),
-                c if c.is_alphanumeric() || c == '-' || c == '_' => Some(c),
-                _ => None,
-            })
-            .collect()
+    /// The ids mdBook gives the headings of `page`: a `{#id}` written after
+    /// the heading, else its text (code spans included) lower case, spaces
+    /// to dashes, only alphanumerics, `-` and `_` kept.
+    fn heading_ids(page: &str) -> Vec<String> {
+        use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
+        let mut ids = Vec::new();
+        let mut text: Option<String> = None;
+        for event in Parser::new_ext(page, Options::ENABLE_HEADING_ATTRIBUTES) {
+            match event {
+                Event::Start(Tag::Heading { id: Some(id), .. }) => ids.push(id.to_string()),
+                Event::Start(Tag::Heading { .. }) => text = Some(String::new()),
+                Event::Text(t) | Event::Code(t) => text.iter_mut().for_each(|s| s.push_str(&t)),
+                Event::End(TagEnd::Heading(_)) => ids.extend(text.take().map(|heading| {
+                    heading
+                        .trim()
+                        .to_lowercase()
+                        .chars()
+                        .filter_map(|c| match c {
+                            ' ' => Some('-'),
+                            c if c.is_alphanumeric() || c == '-' || c == '_' => Some(c),
+                            _ => None,
+                        })
+                        .collect()
+                })),
+                _ => {}
+            }
+        }
+        ids
+    }
+
+    #[test]
+    fn a_headings_id_is_its_own_or_made_from_its_text_and_code_never_from_a_code_block() {
+        let page =
+            "# Step 5: `syncHandler`\n\n```sh\n# not a heading\n```\n\n## Done {#finished}\n";
+        assert_eq!(heading_ids(page), ["step-5-synchandler", "finished"]);
     }
 
     #[test]
@@ -224,11 +246,7 @@ mod tests {
             for b in list {
                 let (file, section) = b.chapter.split_once('#').expect("file#section");
                 let text = std::fs::read_to_string(book.join(file)).expect(file);
-                let anchors: Vec<String> = text
-                    .lines()
-                    .filter(|l| l.starts_with('#'))
-                    .map(|l| anchor(l.trim_start_matches('#')))
-                    .collect();
+                let anchors = heading_ids(&text);
                 assert!(
                     anchors.iter().any(|a| a == section),
                     "{}: no heading #{section} in {file} (has {anchors:?})",

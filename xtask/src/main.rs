@@ -247,6 +247,15 @@ fn repo_root() -> PathBuf {
     xtask_dir.parent().unwrap_or(xtask_dir).to_path_buf()
 }
 
+/// `path` relative to the repository (as it is, if outside it).
+fn rel(path: &Path) -> String {
+    let root = repo_root();
+    path.strip_prefix(&root)
+        .unwrap_or(path)
+        .display()
+        .to_string()
+}
+
 /// Cargo's target directory: `CARGO_TARGET_DIR` (relative to the
 /// repository when relative), else `target/` in the repository.
 fn target_dir() -> PathBuf {

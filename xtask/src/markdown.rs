@@ -316,6 +316,40 @@ pub fn link_targets(text: &str, scheme: &str) -> Vec<Range<usize>> {
     found
 }
 
+/// Each table's byte range in the page, from its header row through the
+/// line break of its last row.
+pub fn tables(text: &str) -> Vec<Range<usize>> {
+    parser(text)
+        .into_offset_iter()
+        .filter(|(event, _)| matches!(event, Event::Start(Tag::Table(_))))
+        .map(|(_, range)| {
+            let through_break =
+                !text[..range.end].ends_with('\n') && text[range.end..].starts_with('\n');
+            range.start..range.end + usize::from(through_break)
+        })
+        .collect()
+}
+
+/// The byte ranges of the raw HTML blocks of the page that `opens` starts,
+/// each through the next one that holds `closes` (a `<details>` and its
+/// `</details>`, with the Markdown between), never in code.
+pub fn html_between(text: &str, opens: &str, closes: &str) -> Vec<Range<usize>> {
+    let mut found = Vec::new();
+    let mut open = None;
+    for (event, range) in parser(text).into_offset_iter() {
+        let Event::Html(html) = event else { continue };
+        if html.trim_start().starts_with(opens) {
+            open = Some(range.start);
+        }
+        if html.contains(closes)
+            && let Some(start) = open.take()
+        {
+            found.push(start..range.end);
+        }
+    }
+    found
+}
+
 /// The code spans of column `column` (from 0) in each body row of every
 /// table in `text`.
 pub fn table_code(text: &str, column: usize) -> Vec<String> {

@@ -7,7 +7,7 @@
 use anyhow::{Context, Result, bail, ensure};
 use testcluster::steps::{Branch, STEPS, Step, behaviours};
 
-use crate::generated;
+use crate::{generated, markdown};
 
 /// The README's table of steps starts at this line.
 const README_HEADER: &str = "| Step | Run | Adds | Go counterpart |";
@@ -20,26 +20,18 @@ const BRANCHES_HEADER: &str =
 /// `|---` line, then every line that starts with `|`) holding `rows`
 /// instead; the rest as it was. An error if `text` has no such table.
 fn with_table(text: &str, header: &str, rows: &[String]) -> Result<String> {
-    let lines: Vec<&str> = text.split_inclusive('\n').collect();
-    let start = lines
-        .iter()
-        .position(|line| line.trim_end() == header)
+    let table = markdown::tables(text)
+        .into_iter()
+        .find(|t| text[t.clone()].lines().next() == Some(header))
         .with_context(|| format!("no table starts with the line {header:?}"))?;
-    ensure!(
-        lines
-            .get(start + 1)
-            .is_some_and(|line| line.starts_with("|---")),
-        "the table {header:?} has no |---| line under its header"
-    );
-    let end = (start + 2..lines.len())
-        .find(|&i| !lines[i].starts_with('|'))
-        .unwrap_or(lines.len());
-    let mut out: String = lines[..start + 2].concat();
+    // The header and the |---| line under it stay as written.
+    let head: String = text[table.clone()].split_inclusive('\n').take(2).collect();
+    let mut out = format!("{}{head}", &text[..table.start]);
     for row in rows {
         out.push_str(row);
         out.push('\n');
     }
-    out.push_str(&lines[end..].concat());
+    out.push_str(&text[table.end..]);
     Ok(out)
 }
 

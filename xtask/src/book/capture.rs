@@ -20,7 +20,7 @@ use testcluster::harness;
 use crate::kubectl::Kubectl;
 
 use super::recordings;
-use super::rel;
+use crate::rel;
 
 /// How long a scenario waits for a line it expects.
 pub(super) const WAIT: Duration = Duration::from_secs(90);

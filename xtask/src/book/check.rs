@@ -6,9 +6,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail, ensure};
 
+use super::book_dir;
 use super::build;
 use super::tools::{MDBOOK, MDBOOK_I18N_HELPERS, MDBOOK_MERMAID, require_tools};
-use super::{book_dir, rel};
+use crate::rel;
 
 // ---------------------------------------------------------------------------
 // check
@@ -294,20 +295,29 @@ fn check_step_chapters(src: &Path) -> Result<Vec<String>> {
             failures.push(format!("step {n} has no chapter ({})", rel(&chapter)));
             continue;
         };
-        if !text.contains(&format!("{{{{#include ../../{}", step.source)) {
+        let includes: Vec<&str> = crate::markdown::directives(&text)
+            .into_iter()
+            .filter(|d| d.name == "include" && !d.escaped)
+            .map(|d| d.args)
+            .collect();
+        let from_step = format!("../../{}", step.source);
+        if !includes.iter().any(|args| args.starts_with(&from_step)) {
             failures.push(format!(
                 "{}: does not include code from {}",
                 rel(&chapter),
                 step.source
             ));
         }
-        if !text.contains(&format!("{{{{#include outputs/step-{n}.txt}}}}")) {
+        if !includes.contains(&format!("outputs/step-{n}.txt").as_str()) {
             failures.push(format!(
                 "{}: does not include its captured output outputs/step-{n}.txt",
                 rel(&chapter)
             ));
         }
-        if !text.contains("```mermaid") {
+        if !crate::markdown::code_blocks(&text)
+            .iter()
+            .any(|block| block.language() == "mermaid")
+        {
             failures.push(format!(
                 "{}: has no \"you are here\" diagram",
                 rel(&chapter)

@@ -35,7 +35,8 @@ use anyhow::{Context, Result, bail, ensure};
 use polib::catalog::Catalog;
 use serde::Deserialize;
 
-use super::{book_dir, rel};
+use super::book_dir;
+use crate::rel;
 
 /// mdbook-i18n-helpers' renderer that extracts the English messages; the
 /// book's own preprocessor does not run for it (preprocess/mod.rs).

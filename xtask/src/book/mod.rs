@@ -46,7 +46,7 @@ mod search;
 mod tools;
 mod typed;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 use anyhow::Result;
@@ -105,12 +105,4 @@ fn build() -> Result<()> {
 
 pub(super) fn book_dir() -> PathBuf {
     crate::repo_root().join("book")
-}
-
-pub(super) fn rel(path: &Path) -> String {
-    let root = crate::repo_root();
-    path.strip_prefix(&root)
-        .unwrap_or(path)
-        .display()
-        .to_string()
 }

@@ -13,10 +13,11 @@ use testcluster::{ControlPlane, Options};
 use crate::kubectl::Kubectl;
 use crate::run_tool;
 
+use super::book_dir;
 use super::capture::*;
 use super::recordings;
 use super::scenarios::*;
-use super::{book_dir, rel};
+use crate::rel;
 
 /// The captures of pages other than the steps' chapters.
 const OTHER_OUTPUT_FILES: &[&str] = &[

@@ -54,11 +54,12 @@ mod scan;
 mod selector;
 
 use crate::markdown::{code_blocks, line_of};
+use crate::rel;
 use links::Release;
 use markdown::{Directive, directives};
 use modcache::go_file;
 pub use modcache::module_dir;
-use render::{expand_chapter, rel};
+use render::expand_chapter;
 use scan::GoFile;
 
 /// The Go module the book quotes, at `testcluster::binaries::SAMPLE_CONTROLLER_VERSION`.

@@ -1,8 +1,6 @@
 //! Rendering: each `{{#go}}` replaced by the Go source (beside the Rust
 //! block that follows it, as Go/Rust tabs) with its license notice.
 
-use std::path::Path;
-
 use anyhow::{Context, Result, bail};
 
 use super::markdown::directives;
@@ -64,41 +62,10 @@ pub(super) fn expand_chapter(page: &str, content: &str) -> Result<String> {
 /// If `rest` (after a directive) holds only blank lines and then a fenced
 /// code block, the length of `rest` through that block's closing fence.
 pub(super) fn following_fence(rest: &str) -> Option<usize> {
-    let mut at = 0;
-    let mut lines = rest.split_inclusive('\n');
-    // The remainder of the directive's own line.
-    let own = lines.next()?;
-    if !own.trim().is_empty() {
-        return None;
-    }
-    at += own.len();
-    let mut opener = None;
-    for line in lines.by_ref() {
-        let trimmed = line.trim();
-        if trimmed.is_empty() && opener.is_none() {
-            at += line.len();
-            continue;
-        }
-        match opener {
-            None => {
-                let c = trimmed.chars().next().filter(|c| *c == '`' || *c == '~')?;
-                let n = trimmed.chars().take_while(|&d| d == c).count();
-                if n < 3 {
-                    return None;
-                }
-                opener = Some((c, n));
-            }
-            Some((c, n)) => {
-                if trimmed.chars().take_while(|&d| d == c).count() >= n
-                    && trimmed.chars().all(|d| d == c)
-                {
-                    return Some(at + line.len());
-                }
-            }
-        }
-        at += line.len();
-    }
-    None
+    let block = crate::markdown::code_blocks(rest).into_iter().next()?;
+    // The block's range ends with its closing fence, before the line break.
+    let end = block.range.end + usize::from(rest[block.range.end..].starts_with('\n'));
+    rest[..block.range.start].trim().is_empty().then_some(end)
 }
 
 /// The Go pane: the lines, dedented, in a ```go block, and the license notice.
@@ -138,14 +105,6 @@ pub(super) fn render_go(file: &GoFile, first: usize, last: usize) -> String {
         copyright = html_escape(&file.copyright),
         license = blob_url("LICENSE"),
     )
-}
-
-pub(super) fn rel(path: &Path) -> String {
-    let root = crate::repo_root();
-    path.strip_prefix(&root)
-        .unwrap_or(path)
-        .display()
-        .to_string()
 }
 
 pub(super) fn html_escape(text: &str) -> String {

@@ -21,7 +21,7 @@ use std::process::{Command, Stdio};
 
 use anyhow::{Context, Result, bail, ensure};
 
-use crate::generated;
+use crate::{generated, markdown};
 
 pub use specs::SPECS;
 
@@ -183,30 +183,25 @@ fn with_starter_bins(manifest: &str) -> Result<String> {
     Ok(doc.to_string())
 }
 
-/// Byte ranges of `<details class="solution">` … `</details>` in a page.
-fn solution_blocks(page: &str) -> Vec<std::ops::Range<usize>> {
-    let open = "<details class=\"solution\">";
-    page.match_indices(open)
-        .filter_map(|(start, _)| {
-            let end = page[start..].find("</details>")? + start;
-            Some(start..end)
-        })
-        .collect()
-}
-
 /// The includes of `spec`'s solutions that the chapter shows outside a
-/// collapsed solution block (or not at all).
+/// collapsed solution block, `<details class="solution">` (or not at all).
 pub fn open_solutions(spec: &Spec, page: &str) -> Vec<String> {
-    let blocks = solution_blocks(page);
+    let blocks = markdown::html_between(page, "<details class=\"solution\">", "</details>");
+    let includes: Vec<_> = markdown::directives(page)
+        .into_iter()
+        .filter(|d| d.name == "include" && !d.escaped)
+        .collect();
     spec.solutions
         .iter()
         .filter(|target| {
-            let include = format!("{{{{#include ../../{target}}}}}");
-            let found: Vec<usize> = page.match_indices(&include).map(|(at, _)| at).collect();
-            found.is_empty()
-                || found
+            let shown: Vec<_> = includes
+                .iter()
+                .filter(|d| d.args.strip_prefix("../../") == Some(**target))
+                .collect();
+            shown.is_empty()
+                || shown
                     .iter()
-                    .any(|at| !blocks.iter().any(|b| b.contains(at)))
+                    .any(|d| !blocks.iter().any(|b| b.contains(&d.range.start)))
         })
         .map(|t| t.to_string())
         .collect()
