@@ -156,7 +156,7 @@ pub fn directives(text: &str) -> Vec<Directive<'_>> {
 /// Where the `}}` that closes a directive is in `text` (what follows the
 /// directive's `{{#`): the first `}` outside braces the directive opens
 /// itself, if a second `}` follows it.
-pub fn directive_end(text: &str) -> Option<usize> {
+fn directive_end(text: &str) -> Option<usize> {
     let mut depth = 0usize;
     for (at, c) in text.char_indices() {
         match c {
@@ -322,12 +322,16 @@ pub fn tables(text: &str) -> Vec<Range<usize>> {
     parser(text)
         .into_offset_iter()
         .filter(|(event, _)| matches!(event, Event::Start(Tag::Table(_))))
-        .map(|(_, range)| {
-            let through_break =
-                !text[..range.end].ends_with('\n') && text[range.end..].starts_with('\n');
-            range.start..range.end + usize::from(through_break)
-        })
+        .map(|(_, range)| range.start..through_line_break(text, range.end))
         .collect()
+}
+
+/// `end` moved past the line break that follows it, if one does: where the
+/// next line starts after a block whose range pulldown-cmark ends on its
+/// last character (a code block's closing fence, a table's last row).
+pub fn through_line_break(text: &str, end: usize) -> usize {
+    let ends_line = !text[..end].ends_with('\n') && text[end..].starts_with('\n');
+    end + usize::from(ends_line)
 }
 
 /// The byte ranges of the raw HTML blocks of the page that `opens` starts,

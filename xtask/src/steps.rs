@@ -16,9 +16,9 @@ const README_HEADER: &str = "| Step | Run | Adds | Go counterpart |";
 const BRANCHES_HEADER: &str =
     "| Step: Go's branch | The check says | A mistake it catches, and the fix |";
 
-/// `text` with the table that starts at the line `header` (the header, its
-/// `|---` line, then every line that starts with `|`) holding `rows`
-/// instead; the rest as it was. An error if `text` has no such table.
+/// `text` with the table whose first line is `header` ([`markdown::tables`])
+/// holding `rows` under its header and `|---|` line instead of its own; the
+/// rest as it was. An error if `text` has no such table.
 fn with_table(text: &str, header: &str, rows: &[String]) -> Result<String> {
     let table = markdown::tables(text)
         .into_iter()

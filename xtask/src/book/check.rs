@@ -295,20 +295,18 @@ fn check_step_chapters(src: &Path) -> Result<Vec<String>> {
             failures.push(format!("step {n} has no chapter ({})", rel(&chapter)));
             continue;
         };
-        let includes: Vec<&str> = crate::markdown::directives(&text)
-            .into_iter()
-            .filter(|d| d.name == "include" && !d.escaped)
-            .map(|d| d.args)
+        let included: Vec<PathBuf> = includes(&chapter, &text)
+            .iter()
+            .map(|include| normalise(&include.file))
             .collect();
-        let from_step = format!("../../{}", step.source);
-        if !includes.iter().any(|args| args.starts_with(&from_step)) {
+        if !included.contains(&normalise(&src.join("../..").join(step.source))) {
             failures.push(format!(
                 "{}: does not include code from {}",
                 rel(&chapter),
                 step.source
             ));
         }
-        if !includes.contains(&format!("outputs/step-{n}.txt").as_str()) {
+        if !included.contains(&normalise(&src.join(format!("outputs/step-{n}.txt")))) {
             failures.push(format!(
                 "{}: does not include its captured output outputs/step-{n}.txt",
                 rel(&chapter)
@@ -614,6 +612,38 @@ mod tests {
             &exe,
             Path::new(&format!("{} (deleted)", other.display()))
         ));
+    }
+
+    #[test]
+    fn a_step_chapter_must_include_its_code_and_output_unescaped_and_draw_its_diagram() {
+        let src = book_dir().join("src");
+        assert_eq!(check_step_chapters(&src).unwrap(), Vec::<String>::new());
+        // The chapters in a scratch copy of book/src, step 5's spoiled.
+        let copy = tempfile::tempdir().unwrap();
+        for step in testcluster::steps::STEPS {
+            let text = std::fs::read_to_string(src.join(step.chapter)).unwrap();
+            std::fs::write(copy.path().join(step.chapter), text).unwrap();
+        }
+        let chapter = copy.path().join("step-5.md");
+        let text = std::fs::read_to_string(&chapter).unwrap();
+        let spoiled = text
+            .replace(
+                "{{#include outputs/step-5.txt}}",
+                "\\{{#include outputs/step-5.txt}}",
+            )
+            .replace("```mermaid", "```text");
+        assert_ne!(spoiled, text);
+        std::fs::write(&chapter, spoiled).unwrap();
+        let failures = check_step_chapters(copy.path()).unwrap();
+        assert_eq!(failures.len(), 2, "{failures:?}");
+        assert!(
+            failures[0].contains("its captured output outputs/step-5.txt"),
+            "{failures:?}"
+        );
+        assert!(
+            failures[1].contains("no \"you are here\" diagram"),
+            "{failures:?}"
+        );
     }
 
     #[test]

@@ -3,11 +3,11 @@
 //! what the run says and changes with it; typed, it ages silently.
 //!
 //! The rule, for prose ([`crate::markdown::prose`]: outside code blocks,
-//! inline code, `{{#…}}` directives, HTML and link targets): a *figure* is a number with
-//! a unit of time (`ms`, `s`, `min`, `minutes`, `seconds`, `hours`), of size
-//! (`B`, `bytes`, `KB`, `KiB`, `MB`, `MiB`, `GB`, `GiB`) or a ratio (`%`,
-//! `×`), or a range of them (`5–18 s`). A figure is *measured*, and the
-//! check fails on it, when
+//! inline code, `{{#…}}` directives, HTML and link targets): a *figure* is
+//! a number with a unit of time (`ms`, `s`, `min`, `minutes`, `seconds`,
+//! `hours`), of size (`B`, `bytes`, `KB`, `KiB`, `MB`, `MiB`, `GB`, `GiB`)
+//! or a ratio (`%`, `×`), or a range of them (`5–18 s`). A figure is
+//! *measured*, and the check fails on it, when
 //!
 //! 1. its text says so: its sentence (or its table cell, or its column's
 //!    heading) says `measured`, `median`, `in the run above`, `this project's

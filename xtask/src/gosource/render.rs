@@ -63,8 +63,7 @@ pub(super) fn expand_chapter(page: &str, content: &str) -> Result<String> {
 /// code block, the length of `rest` through that block's closing fence.
 pub(super) fn following_fence(rest: &str) -> Option<usize> {
     let block = crate::markdown::code_blocks(rest).into_iter().next()?;
-    // The block's range ends with its closing fence, before the line break.
-    let end = block.range.end + usize::from(rest[block.range.end..].starts_with('\n'));
+    let end = crate::markdown::through_line_break(rest, block.range.end);
     rest[..block.range.start].trim().is_empty().then_some(end)
 }
 
