@@ -5,8 +5,10 @@
 //!
 //! A crate's files are followed from its root (each lib and bin target that
 //! `cargo metadata` lists) through their `mod NAME;` lines, `#[path]`
-//! included; modules a build script declares (the steps' checks and
-//! starters) are not read. At each level of the module tree, the children
+//! included, and through `include!(concat!(env!("OUT_DIR"), "/NAME"))`
+//! into what its build script wrote: the modules a build script declares
+//! (the steps' checks, starters and capture scenarios) are read like any
+//! other. At each level of the module tree, the children
 //! are the nodes, each with everything below it: `a` → `b` when a file in
 //! `a` names a path into `b` (`crate::b::…`, `super::b::…`, a `use` tree).
 //! A module naming its own ancestors (`super::helper`) or its own children
@@ -31,9 +33,10 @@ struct File {
 }
 
 /// Every circle among the modules of the crate rooted at `root`, each as
-/// `a → b → a (a's FILE names PATH; …)`.
-pub fn circles(root: &Path) -> Result<Vec<String>> {
-    let files = files(root)?;
+/// `a → b → a (a's FILE names PATH; …)`. `out_dir` is where the crate's
+/// build script wrote the files it includes, if it has one.
+pub fn circles(root: &Path, out_dir: Option<&Path>) -> Result<Vec<String>> {
+    let files = files(root, out_dir)?;
     let known: BTreeMap<&ModPath, &File> = files.iter().map(|f| (&f.module, f)).collect();
     // Level (a module) → its children → the children they name, with why.
     let mut levels: BTreeMap<ModPath, BTreeMap<String, BTreeMap<String, String>>> = BTreeMap::new();
@@ -139,32 +142,53 @@ fn resolve(file: &File, here: &ModPath, raw: &[String]) -> Option<ModPath> {
     Some(base)
 }
 
-/// The files of the crate rooted at `root`, followed through `mod NAME;`.
-fn files(root: &Path) -> Result<Vec<File>> {
+/// What a file declares besides the paths it names: its file modules
+/// (`mod NAME;` with its `#[path = "…"]`) and the files it includes from
+/// its build script's output.
+#[derive(Default)]
+struct Declared {
+    modules: Vec<(String, Option<String>)>,
+    generated: Vec<String>,
+}
+
+/// The files of the crate rooted at `root`, followed through `mod NAME;`;
+/// a file included from `OUT_DIR` is read as part of the file that
+/// includes it, as the compiler does.
+fn files(root: &Path, out_dir: Option<&Path>) -> Result<Vec<File>> {
     let mut files = Vec::new();
     let mut pending = vec![(Vec::new(), root.to_path_buf(), true)];
     while let Some((module, path, owns_dir)) = pending.pop() {
-        let text = std::fs::read_to_string(&path)
-            .with_context(|| format!("reading {}", path.display()))?;
-        let tokens: TokenStream = text
-            .parse()
-            .map_err(|e| anyhow!("{}: not Rust tokens: {e}", path.display()))?;
         let mut file = File {
             path: path.clone(),
             module: module.clone(),
             children: BTreeSet::new(),
             named: Vec::new(),
         };
-        let mut declared = Vec::new();
-        read(tokens, &module, &mut file.named, &mut declared);
+        let mut declared = Declared::default();
+        read(tokens(&path)?, &module, &mut file.named, &mut declared);
+        while let Some(name) = declared.generated.pop() {
+            let dir = out_dir.with_context(|| {
+                format!(
+                    "{} includes {name} from OUT_DIR: where did its build script write it?",
+                    path.display()
+                )
+            })?;
+            read(
+                tokens(&dir.join(name))?,
+                &module,
+                &mut file.named,
+                &mut declared,
+            );
+        }
         // A `mod.rs`, `lib.rs` or `main.rs` holds its children beside it;
         // `a.rs` holds them in `a/`.
         let dir = match owns_dir {
             true => path.parent().map(Path::to_path_buf).unwrap_or_default(),
             false => path.with_extension(""),
         };
-        for (name, attribute) in declared {
+        for (name, attribute) in declared.modules {
             let (child, owns) = match attribute {
+                // An absolute `#[path]` (a build script's) replaces the base.
                 Some(at) => (path.parent().unwrap_or(Path::new(".")).join(at), false),
                 None if dir.join(format!("{name}.rs")).is_file() => {
                     (dir.join(format!("{name}.rs")), false)
@@ -181,15 +205,23 @@ fn files(root: &Path) -> Result<Vec<File>> {
     Ok(files)
 }
 
+/// The Rust tokens of the file at `path`.
+fn tokens(path: &Path) -> Result<TokenStream> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    text.parse()
+        .map_err(|e| anyhow!("{}: not Rust tokens: {e}", path.display()))
+}
+
 /// Collects from `tokens` (in module `here`) every path that starts a
-/// `::` chain, and the file modules declared at the top (`mod NAME;`, with
-/// its `#[path = "…"]`); an inline `mod NAME { … }` is read as module
-/// `here::NAME`.
+/// `::` chain, and what is declared at the top: file modules (`mod NAME;`,
+/// with its `#[path = "…"]`) and `include!`s from `OUT_DIR`; an inline
+/// `mod NAME { … }` is read as module `here::NAME`.
 fn read(
     tokens: TokenStream,
     here: &ModPath,
     named: &mut Vec<(ModPath, Vec<String>)>,
-    declared: &mut Vec<(String, Option<String>)>,
+    declared: &mut Declared,
 ) {
     let tokens: Vec<TokenTree> = tokens.into_iter().collect();
     let mut path_attribute = None;
@@ -217,12 +249,25 @@ fn read(
                         Some(TokenTree::Group(body)) => {
                             let mut inner = here.clone();
                             inner.push(name.to_string());
-                            read(body.stream(), &inner, named, &mut Vec::new());
+                            read(body.stream(), &inner, named, &mut Declared::default());
                         }
-                        _ => declared.push((name.to_string(), path_attribute.take())),
+                        _ => declared
+                            .modules
+                            .push((name.to_string(), path_attribute.take())),
                     }
                     i += 3;
                     continue;
+                }
+            }
+            // `include!(concat!(env!("OUT_DIR"), "/NAME"))`
+            TokenTree::Ident(mac) if mac == "include" && is_bang(tokens.get(i + 1)) => {
+                if let Some(TokenTree::Group(args)) = tokens.get(i + 2) {
+                    let strings = literals(args.stream());
+                    if strings.iter().any(|s| s == "OUT_DIR")
+                        && let Some(name) = strings.last()
+                    {
+                        declared.generated.push(name.trim_start_matches('/').into());
+                    }
                 }
             }
             TokenTree::Ident(_) if !follows_colons(&tokens, i) => {
@@ -234,14 +279,36 @@ fn read(
             }
             TokenTree::Group(group) => {
                 read(group.stream(), here, named, declared);
-                // An item's body ends what a `#[path]` before it was about.
-                path_attribute = None;
+                // An item's body ends what a `#[path]` before it was about
+                // (a `pub(crate)` between them does not).
+                if group.delimiter() == Delimiter::Brace {
+                    path_attribute = None;
+                }
             }
             TokenTree::Punct(end) if end.as_char() == ';' => path_attribute = None,
             _ => {}
         }
         i += 1;
     }
+}
+
+fn is_bang(token: Option<&TokenTree>) -> bool {
+    matches!(token, Some(TokenTree::Punct(p)) if p.as_char() == '!')
+}
+
+/// The string literals in `tokens`, at any depth, without their quotes.
+fn literals(tokens: TokenStream) -> Vec<String> {
+    let mut found = Vec::new();
+    for token in tokens {
+        match token {
+            TokenTree::Literal(literal) => {
+                found.push(literal.to_string().trim_matches('"').to_string());
+            }
+            TokenTree::Group(group) => found.extend(literals(group.stream())),
+            _ => {}
+        }
+    }
+    found
 }
 
 /// Whether `tokens[i]` is preceded by `::` (the middle of a path, not its start).
@@ -289,35 +356,64 @@ fn chain(
     i
 }
 
+/// `file` from its crate's folder, or from the repository's for a file
+/// outside it (a step's check.rs).
 fn rel(root: &Path, file: &Path) -> String {
     let base = root.parent().and_then(Path::parent).unwrap_or(root);
-    file.strip_prefix(base)
-        .unwrap_or(file)
-        .display()
-        .to_string()
+    match file.strip_prefix(base) {
+        Ok(inside) => inside.display().to_string(),
+        Err(_) => crate::rel(file),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// The root file of every lib and bin target of the workspace.
-    fn crate_roots() -> Vec<PathBuf> {
+    /// The root file of every lib and bin target of the workspace, with
+    /// where its package's build script wrote its files, if it has one.
+    fn crate_roots() -> Vec<(PathBuf, Option<PathBuf>)> {
         let metadata = cargo_metadata::MetadataCommand::new()
             .current_dir(crate::repo_root())
             .no_deps()
             .exec()
             .unwrap();
-        let mut roots: Vec<PathBuf> = metadata
+        let mut roots: Vec<(PathBuf, Option<PathBuf>)> = metadata
             .workspace_packages()
             .into_iter()
-            .flat_map(|package| &package.targets)
-            .filter(|target| target.is_lib() || target.is_bin())
-            .map(|target| target.src_path.clone().into_std_path_buf())
+            .flat_map(|package| {
+                let built = package.targets.iter().any(|t| t.is_custom_build());
+                let out_dir = built.then(|| out_dir(&package.name));
+                package
+                    .targets
+                    .iter()
+                    .filter(|target| target.is_lib() || target.is_bin())
+                    .map(move |target| (target.src_path.clone().into(), out_dir.clone()))
+            })
             .collect();
         roots.sort();
         roots.dedup();
         roots
+    }
+
+    /// Where the build script of `package` last wrote its files, in the
+    /// target directory this test was built in (`build/PACKAGE-HASH/out`).
+    fn out_dir(package: &str) -> PathBuf {
+        let exe = std::env::current_exe().unwrap();
+        let build = exe.ancestors().nth(2).unwrap().join("build");
+        let prefix = format!("{package}-");
+        std::fs::read_dir(&build)
+            .unwrap()
+            .map(|entry| entry.unwrap().path())
+            .filter(|dir| {
+                let name = dir.file_name().unwrap().to_string_lossy();
+                name.strip_prefix(&prefix)
+                    .is_some_and(|hash| hash.chars().all(|c| c.is_ascii_hexdigit()))
+            })
+            .map(|dir| dir.join("out"))
+            .filter(|out| out.is_dir())
+            .max_by_key(|out| out.metadata().unwrap().modified().unwrap())
+            .unwrap_or_else(|| panic!("{package}'s build script wrote nothing in {build:?}"))
     }
 
     #[test]
@@ -325,8 +421,8 @@ mod tests {
         let roots = crate_roots();
         assert!(roots.len() > 8, "{roots:?}");
         let mut all = Vec::new();
-        for root in &roots {
-            let found = circles(root).unwrap();
+        for (root, out_dir) in &roots {
+            let found = circles(root, out_dir.as_deref()).unwrap();
             all.extend(
                 found
                     .into_iter()
@@ -334,22 +430,48 @@ mod tests {
             );
         }
         assert!(all.is_empty(), "import circles:\n{}", all.join("\n"));
-        // The crates are read through their modules, not just their roots.
-        let xtask = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/main.rs");
-        let read = files(&xtask).unwrap();
-        assert!(read.len() > 40, "{} files of xtask", read.len());
+        // The crates are read through their modules, not just their roots,
+        // and through the modules their build scripts declare.
+        let read = |package: &str, root: &str| -> Vec<PathBuf> {
+            let root = crate::repo_root().join(root);
+            files(&root, Some(&out_dir(package)))
+                .unwrap()
+                .into_iter()
+                .map(|f| f.path)
+                .collect()
+        };
+        let xtask = read("xtask", "xtask/src/main.rs");
+        assert!(xtask.len() > 40, "{} files of xtask", xtask.len());
+        let step8 = crate::repo_root().join("steps/step-8");
+        for (files, name) in [
+            (&xtask, "starter.rs"),
+            (&xtask, "capture.rs"),
+            (&read("testcluster", "testcluster/src/lib.rs"), "check.rs"),
+        ] {
+            assert!(
+                files
+                    .iter()
+                    .any(|f| f.starts_with(&step8) && f.ends_with(name)),
+                "step 8's {name} was not read"
+            );
+        }
     }
 
-    /// A crate made of `files` (path, source) in a scratch directory, and
-    /// its circles.
+    /// A crate made of `files` (path, source, `$TMP` for the directory's
+    /// path) in a scratch directory, its build script's output in `out/`,
+    /// and its circles.
     fn circles_of(files: &[(&str, &str)]) -> Vec<String> {
         let dir = tempfile::tempdir().unwrap();
         for (path, source) in files {
             let path = dir.path().join(path);
             std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            std::fs::write(path, source).unwrap();
+            std::fs::write(path, source.replace("$TMP", &dir.path().to_string_lossy())).unwrap();
         }
-        circles(&dir.path().join("src/lib.rs")).unwrap()
+        circles(
+            &dir.path().join("src/lib.rs"),
+            Some(&dir.path().join("out")),
+        )
+        .unwrap()
     }
 
     #[test]
@@ -381,6 +503,32 @@ mod tests {
         ]);
         assert_eq!(found.len(), 1, "{found:?}");
         assert!(found[0].starts_with("book → setup → book"), "{found:?}");
+    }
+
+    #[test]
+    fn a_module_a_build_script_declares_is_read_where_it_is_included() {
+        let found = circles_of(&[
+            ("src/lib.rs", "mod checks;\nmod steps;\n"),
+            (
+                "src/checks/mod.rs",
+                "include!(concat!(env!(\"OUT_DIR\"), \"/checks.rs\"));\n",
+            ),
+            (
+                "out/checks.rs",
+                "#[path = \"$TMP/steps/step-2/check.rs\"]\nmod step2;\n",
+            ),
+            ("steps/step-2/check.rs", "use crate::steps::STEPS;\n"),
+            (
+                "src/steps.rs",
+                "pub fn run() { crate::checks::step2::run() }\n",
+            ),
+        ]);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(
+            found[0].starts_with("checks → steps → checks (")
+                && found[0].contains("steps/step-2/check.rs names crate::steps::STEPS"),
+            "{found:?}"
+        );
     }
 
     #[test]
