@@ -80,6 +80,11 @@ use process::Process;
 /// Name of the fake node managed by kwok.
 pub const KWOK_NODE_NAME: &str = "kwok-node-0";
 
+/// Where this crate's build script wrote what it makes from the step
+/// folders (the registry, the list of the steps' check modules), for
+/// tools that read this crate's modules as the compiler does.
+pub const OUT_DIR: &str = env!("OUT_DIR");
+
 /// Time allowed for kube-apiserver to become ready (slow on a loaded 2-core machine).
 const APISERVER_TIMEOUT: Duration = Duration::from_secs(180);
 /// Time allowed for each of the other components to become ready.
