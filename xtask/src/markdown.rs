@@ -354,6 +354,24 @@ pub fn html_between(text: &str, opens: &str, closes: &str) -> Vec<Range<usize>> 
     found
 }
 
+/// The inline code spans of `text` outside links, each with its line (a
+/// link's text names what the link points at, often another project's).
+pub fn code_spans(text: &str) -> Vec<(usize, String)> {
+    let text = without_directives(text);
+    let (mut links, mut found) = (0, Vec::new());
+    for (event, range) in parser(&text).into_offset_iter() {
+        match event {
+            Event::Start(Tag::Link { .. }) => links += 1,
+            Event::End(TagEnd::Link) => links -= 1,
+            Event::Code(code) if links == 0 => {
+                found.push((line_of(&text, range.start), code.into_string()));
+            }
+            _ => {}
+        }
+    }
+    found
+}
+
 /// The code spans of column `column` (from 0) in each body row of every
 /// table in `text`.
 pub fn table_code(text: &str, column: usize) -> Vec<String> {
@@ -487,6 +505,22 @@ mod tests {
                 (16, "12 s", "Measured"),
             ]
         );
+    }
+
+    #[test]
+    fn code_spans_are_found_with_their_line_outside_links_and_code_blocks() {
+        assert_eq!(
+            code_spans(PAGE),
+            [
+                (3, "go:not-a-link".to_string()),
+                (25, "a".into()),
+                (25, "Foo".into()),
+                (25, "bar::baz".into()),
+                (26, "b".into())
+            ]
+        );
+        let linked = "See [`src/events.rs`](https://docs.rs/) and `src/lib.rs`.\n";
+        assert_eq!(code_spans(linked), [(1, "src/lib.rs".to_string())]);
     }
 
     #[test]

@@ -38,6 +38,7 @@ pub fn check() -> Result<()> {
     failures.extend(check_table_code(&src)?);
     failures.extend(super::runit::check_run_it(&src)?);
     failures.extend(check_go_links(&pages));
+    failures.extend(check_repository_paths(&repository_files()?, &pages));
     let prose: Vec<(PathBuf, String)> = pages
         .iter()
         .map(|(page, text)| (page.clone(), text.clone()))
@@ -430,6 +431,62 @@ fn check_summary(src: &Path, pages: &BTreeMap<PathBuf, String>) -> Result<Vec<St
     Ok(failures)
 }
 
+/// Every path into this repository that a page names in code
+/// (`xtask/src/bench/`, `steps/step-8/check.rs:10`) is one of its files or
+/// folders (`files`: tracked, or new and not ignored), so a file that moves
+/// leaves no stale name behind. A path in a link's text is the link's
+/// (another project's file), one under a folder the repository does not
+/// have is not its (`target/…`, `/healthz`), and one with a placeholder is
+/// a pattern (`steps/step-N/`, `NAME.json`, `outputs/*.txt`).
+fn check_repository_paths(files: &[String], pages: &BTreeMap<PathBuf, String>) -> Vec<String> {
+    let has = |path: &str| {
+        let folder = format!("{}/", path.trim_end_matches('/'));
+        files.iter().any(|f| f == path || f.starts_with(&folder))
+    };
+    let is_placeholder = |part: &str| {
+        part.contains(['*', '…', '<', '{'])
+            || part
+                .split(['-', '.', '_'])
+                .any(|word| !word.is_empty() && word.chars().all(|c| c.is_ascii_uppercase()))
+    };
+    let mut failures = Vec::new();
+    for (page, text) in pages {
+        for (line, span) in crate::markdown::code_spans(text) {
+            let path = span.split([':', '#']).next().unwrap_or_default();
+            let Some((top, _)) = path.split_once('/') else {
+                continue;
+            };
+            if top.is_empty()
+                || path.contains(char::is_whitespace)
+                || path.split('/').any(is_placeholder)
+                || !has(top)
+                || has(path)
+            {
+                continue;
+            }
+            failures.push(format!(
+                "{}:{line}: `{span}` names a path this repository does not have (moved or renamed?)",
+                rel(page)
+            ));
+        }
+    }
+    failures
+}
+
+/// The repository's files: tracked, or new and not ignored.
+fn repository_files() -> Result<Vec<String>> {
+    let output = std::process::Command::new("git")
+        .args(["ls-files", "--cached", "--others", "--exclude-standard"])
+        .current_dir(crate::repo_root())
+        .output()
+        .context("running git ls-files")?;
+    ensure!(output.status.success(), "git ls-files failed");
+    Ok(String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect())
+}
+
 /// Every relative `href` and `src` in the rendered book points at a file that
 /// exists and, with a `#fragment`, at an element with that id.
 fn check_rendered_links(html: &Path) -> Result<Vec<String>> {
@@ -593,6 +650,24 @@ fn same_binary(configured: &Path, running: &Path) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_path_into_the_repository_that_moved_is_named_and_patterns_and_links_are_not() {
+        let files = repository_files().unwrap();
+        let pages = markdown_pages(&book_dir().join("src")).unwrap();
+        assert_eq!(check_repository_paths(&files, &pages), Vec::<String>::new());
+        let page = PathBuf::from("book/src/moved.md");
+        let text = "`xtask/src/bench.rs` and `xtask/src/bench/` at `steps/step-8/check.rs:12`,\n\
+                    `steps/step-N/check.rs`, `book/src/outputs/*.txt`, `NAME.json`,\n\
+                    [`src/events.rs`](https://docs.rs/), `/healthz`, `target/heap` and\n\
+                    `cargo run --bin step-1`.\n";
+        let failures = check_repository_paths(&files, &BTreeMap::from([(page, text.to_string())]));
+        assert_eq!(failures.len(), 1, "{failures:?}");
+        assert!(
+            failures[0].starts_with("book/src/moved.md:1: `xtask/src/bench.rs` names"),
+            "{failures:?}"
+        );
+    }
 
     #[test]
     fn a_binary_rebuilt_in_place_while_running_is_still_the_configured_one() {

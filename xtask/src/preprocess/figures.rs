@@ -4,7 +4,7 @@
 //!
 //! A report written as data has its figures in `book/src/outputs/RUN.json`,
 //! under `figures`, each a string as the page shows it: what `cargo xtask
-//! bench` writes (`performance`; `xtask/src/bench.rs`'s `figures` makes
+//! bench` writes (`performance`; `xtask/src/bench/report.rs`' `figures` makes
 //! them), `cargo xtask first-build` and `cargo xtask heap-profile`. Keys of a
 //! bench run, for a number of Foos and a subject (`go`, `step7`, `step8`,
 //! `floor`, `floor2`: the floor with 2 Foos in flight):
