@@ -42,6 +42,8 @@ mod lanes;
 mod markdown;
 mod measure;
 mod oldest;
+#[cfg(test)]
+mod pins;
 mod prepare;
 mod preprocess;
 mod setup;
