@@ -484,75 +484,55 @@ fn data_of(
 
 /// Writes into `dir` the floor crate of the revision exported in `export`:
 /// an empty `main` whose dependencies are those of the revision's root
-/// package (the shared crate) as its default features turn them on, with
-/// workspace dependencies resolved, and its lock file and profiles. What
-/// every step pays before compiling a line of its own.
+/// package (the shared crate) as its default features turn them on, as
+/// `cargo metadata` reads them (workspace dependencies resolved), and its
+/// lock file and profiles. What every step pays before compiling a line of
+/// its own.
 fn floor(export: &Path, dir: &Path) -> Result<()> {
+    use cargo_metadata::DependencyKind;
     use toml_edit::{DocumentMut, InlineTable, Item, Table, Value};
 
     let manifest = export.join("Cargo.toml");
-    let root: DocumentMut = std::fs::read_to_string(&manifest)
-        .with_context(|| format!("reading {}", manifest.display()))?
-        .parse()
-        .with_context(|| format!("parsing {}", manifest.display()))?;
-    let as_inline = |item: &Item| -> Option<InlineTable> {
-        match item {
-            Item::Value(Value::String(version)) => {
-                let mut spec = InlineTable::new();
-                spec.insert("version", Value::from(version.value().as_str()));
-                Some(spec)
-            }
-            Item::Value(Value::InlineTable(spec)) => Some(spec.clone()),
-            Item::Table(spec) => Some(spec.clone().into_inline_table()),
-            _ => None,
-        }
-    };
-    let workspace = root
-        .get("workspace")
-        .and_then(|w| w.get("dependencies"))
-        .and_then(Item::as_table_like);
+    let metadata = cargo_metadata::MetadataCommand::new()
+        .manifest_path(&manifest)
+        .no_deps()
+        .exec()
+        .with_context(|| format!("cargo metadata of {}", manifest.display()))?;
+    let package = metadata
+        .root_package()
+        .context("the revision has no root package")?;
     let mut dependencies: BTreeMap<String, InlineTable> = BTreeMap::new();
-    let listed = root
-        .get("dependencies")
-        .and_then(Item::as_table_like)
-        .context("the root package has no [dependencies]")?;
-    for (name, item) in listed.iter() {
-        let mut spec = as_inline(item).with_context(|| format!("dependency {name}"))?;
-        if spec
-            .remove("workspace")
-            .and_then(|v| v.as_bool())
-            .unwrap_or(false)
-        {
-            let base = workspace
-                .and_then(|w| w.get(name))
-                .and_then(as_inline)
-                .with_context(|| {
-                    format!("{name} = {{ workspace = true }} but no workspace dependency")
-                })?;
-            let mut merged = base;
-            if let Some(Value::Array(more)) = spec.get("features") {
-                let mut features = merged
-                    .get("features")
-                    .and_then(Value::as_array)
-                    .cloned()
-                    .unwrap_or_default();
-                features.extend(more.iter().cloned());
-                merged.insert("features", Value::Array(features));
-            }
-            if let Some(optional) = spec.get("optional") {
-                merged.insert("optional", optional.clone());
-            }
-            spec = merged;
+    for dependency in &package.dependencies {
+        if dependency.kind != DependencyKind::Normal || dependency.target.is_some() {
+            continue;
         }
-        if spec.contains_key("path") {
-            bail!("the floor needs registry dependencies; {name} is a path dependency");
+        let name = &dependency.name;
+        ensure!(
+            dependency.path.is_none(),
+            "the floor needs registry dependencies; {name} is a path dependency"
+        );
+        let mut spec = InlineTable::new();
+        spec.insert("version", dependency.req.to_string().into());
+        if dependency.rename.is_some() {
+            spec.insert("package", name.into());
         }
-        dependencies.insert(name.to_string(), spec);
+        if !dependency.uses_default_features {
+            spec.insert("default-features", false.into());
+        }
+        if !dependency.features.is_empty() {
+            spec.insert(
+                "features",
+                Value::Array(dependency.features.iter().collect()),
+            );
+        }
+        if dependency.optional {
+            spec.insert("optional", true.into());
+        }
+        dependencies.insert(dependency.rename.clone().unwrap_or(name.clone()), spec);
     }
     // The default features, followed: `dep/feature` turns on a dependency's
     // feature, `dep:name` (or a bare optional dependency's name) the
     // dependency.
-    let features = root.get("features").and_then(Item::as_table_like);
     let mut pending: Vec<String> = vec!["default".into()];
     let mut seen = std::collections::BTreeSet::new();
     let mut enabled = std::collections::BTreeSet::new();
@@ -575,11 +555,8 @@ fn floor(export: &Path, dir: &Path) -> Result<()> {
             enabled.insert(dependency.to_string());
         } else if let Some(dependency) = feature.strip_prefix("dep:") {
             enabled.insert(dependency.to_string());
-        } else if let Some(list) = features
-            .and_then(|f| f.get(&feature))
-            .and_then(Item::as_array)
-        {
-            pending.extend(list.iter().filter_map(|v| v.as_str().map(str::to_string)));
+        } else if let Some(list) = package.features.get(&feature) {
+            pending.extend(list.iter().cloned());
         } else if dependencies.contains_key(&feature) {
             enabled.insert(feature);
         }
@@ -595,17 +572,19 @@ fn floor(export: &Path, dir: &Path) -> Result<()> {
         }
     }
     let mut doc = DocumentMut::new();
-    let mut package = Table::new();
-    package.insert("name", toml_edit::value("floor"));
-    package.insert("version", toml_edit::value("0.1.0"));
-    if let Some(edition) = root.get("package").and_then(|p| p.get("edition")) {
-        package.insert("edition", edition.clone());
-    }
-    package.insert("publish", toml_edit::value(false));
-    doc.insert("package", Item::Table(package));
+    let mut floor = Table::new();
+    floor.insert("name", toml_edit::value("floor"));
+    floor.insert("version", toml_edit::value("0.1.0"));
+    floor.insert("edition", toml_edit::value(package.edition.as_str()));
+    floor.insert("publish", toml_edit::value(false));
+    doc.insert("package", Item::Table(floor));
     // A workspace of its own, not the repository's around it.
     doc.insert("workspace", Item::Table(Table::new()));
     doc.insert("dependencies", Item::Table(table));
+    // Profiles are not in cargo's metadata: the manifest's, as written.
+    let root: DocumentMut = std::fs::read_to_string(&manifest)?
+        .parse()
+        .with_context(|| format!("parsing {}", manifest.display()))?;
     if let Some(profile) = root.get("profile") {
         doc.insert("profile", profile.clone());
     }
@@ -785,7 +764,8 @@ mod tests {
     fn the_floor_has_the_shared_crates_dependencies_as_its_default_features_turn_them_on() {
         let tmp = tempfile::tempdir().unwrap();
         let export = tmp.path().join("export");
-        std::fs::create_dir_all(&export).unwrap();
+        std::fs::create_dir_all(export.join("src")).unwrap();
+        std::fs::write(export.join("src/lib.rs"), "").unwrap();
         std::fs::write(
             export.join("Cargo.toml"),
             r#"[workspace]
@@ -822,7 +802,7 @@ debug = false
             toml::from_str(&std::fs::read_to_string(dir.join("Cargo.toml")).unwrap()).unwrap();
         let deps = manifest["dependencies"].as_table().unwrap();
         let kube = deps["kube"].as_table().unwrap();
-        assert_eq!(kube["version"].as_str(), Some("5.0.0"));
+        assert_eq!(kube["version"].as_str(), Some("^5.0.0"));
         assert_eq!(kube["default-features"].as_bool(), Some(false));
         let features: Vec<&str> = kube["features"]
             .as_array()
@@ -831,7 +811,7 @@ debug = false
             .filter_map(|f| f.as_str())
             .collect();
         assert_eq!(features, ["client", "runtime"]);
-        assert_eq!(deps["anyhow"]["version"].as_str(), Some("1"));
+        assert_eq!(deps["anyhow"]["version"].as_str(), Some("^1"));
         assert!(deps.contains_key("serde"));
         assert!(!deps.contains_key("tower-test"), "{deps:?}");
         assert!(manifest.contains_key("workspace"));
