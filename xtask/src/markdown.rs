@@ -1,7 +1,7 @@
 //! What the tooling reads of the book's Markdown, found by pulldown-cmark
 //! (CommonMark, with tables) rather than by hand: fenced code blocks, the
-//! sections under a heading, link targets, a table's code spans and the
-//! prose, each with where it is in the page.
+//! sections under a heading, link targets, code spans (a table's, or all
+//! outside links) and the prose, each with where it is in the page.
 //!
 //! mdBook's `{{#…}}` directives are not Markdown: mdBook finds them in the
 //! raw text, and so do the tools that check them ([`directives`]).
