@@ -27,6 +27,7 @@ use kube::{Client, ResourceExt};
 use sample_controller::Foo;
 use serde_json::json;
 use support::*;
+use testcluster::harness::untouchable;
 use testcluster::proxy::{self, Action};
 use testcluster::{ControlPlane, Options};
 

@@ -629,7 +629,7 @@ async fn lookalike(client: &Client, ns: &str, foo: &str) -> Checked<Deployment> 
 }
 
 /// What an apply to someone else's Deployment would change: its owner
-/// references, replicas and containers. (Not [`untouchable`]: a look-alike
+/// references, replicas and containers. (Not [`crate::harness::untouchable`]: a look-alike
 /// is checked at once, while kube-controller-manager still annotates it.)
 fn taken_over(d: &Deployment) -> serde_json::Value {
     json!({

@@ -16,6 +16,7 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::events::v1::Event;
 use kube::Client;
 use kube::api::{Api, DeleteParams, PostParams};
 use tokio::io::{AsyncBufReadExt, BufReader};
@@ -393,6 +394,51 @@ where
         Err(kube::Error::Api(s)) if s.is_not_found() => Ok(false),
         Err(e) => Err(anyhow::Error::new(e).context(format!("deleting {name}"))),
     }
+}
+
+/// What of a foreign Deployment nobody but its owner may change: all but
+/// its status and the bookkeeping the API server updates with it
+/// (`resourceVersion`, `managedFields`).
+pub fn untouchable(d: &Deployment) -> serde_json::Value {
+    let mut v = serde_json::to_value(d).unwrap_or_default();
+    if let Some(obj) = v.as_object_mut() {
+        obj.remove("status");
+    }
+    if let Some(meta) = v.get_mut("metadata").and_then(|m| m.as_object_mut()) {
+        meta.remove("resourceVersion");
+        meta.remove("managedFields");
+    }
+    v
+}
+
+/// The Events recorded in `ns` about Foo `name`: type, reason, note and how
+/// many times it was recorded (an Event series counts each).
+pub async fn events_for(
+    client: &Client,
+    ns: &str,
+    name: &str,
+) -> Result<Vec<(String, String, String, i32)>> {
+    let list = Api::<Event>::namespaced(client.clone(), ns)
+        .list(&Default::default())
+        .await
+        .with_context(|| format!("listing the Events of {ns}"))?;
+    Ok(list
+        .items
+        .into_iter()
+        .filter(|e| {
+            e.regarding.as_ref().is_some_and(|r| {
+                r.kind.as_deref() == Some("Foo") && r.name.as_deref() == Some(name)
+            })
+        })
+        .map(|e| {
+            (
+                e.type_.unwrap_or_default(),
+                e.reason.unwrap_or_default(),
+                e.note.unwrap_or_default(),
+                e.series.map_or(1, |s| s.count),
+            )
+        })
+        .collect())
 }
 
 #[cfg(test)]

@@ -302,42 +302,17 @@ pub async fn get_deployment(client: &kube::Client, ns: &str, name: &str) -> Opti
         .unwrap()
 }
 
-/// What of a foreign Deployment the controller must never change: everything
-/// but the status and the bookkeeping kube-controller-manager updates with it.
-pub fn untouchable(d: &Deployment) -> serde_json::Value {
-    let mut v = serde_json::to_value(d).unwrap();
-    v.as_object_mut().unwrap().remove("status");
-    let meta = v["metadata"].as_object_mut().unwrap();
-    meta.remove("resourceVersion");
-    meta.remove("managedFields");
-    v
-}
-
 /// The Events recorded in `ns` about Foo `name`, as `(type, reason, note)`.
 pub async fn events_for(
     client: &kube::Client,
     ns: &str,
     name: &str,
 ) -> Vec<(String, String, String)> {
-    let events: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(client.clone(), ns);
-    let list = events
-        .list(&kube::api::ListParams::default())
+    harness::events_for(client, ns, name)
         .await
-        .unwrap();
-    list.items
+        .expect("the Events")
         .into_iter()
-        .filter(|e| {
-            e.regarding.as_ref().is_some_and(|r| {
-                r.kind.as_deref() == Some("Foo") && r.name.as_deref() == Some(name)
-            })
-        })
-        .map(|e| {
-            (
-                e.type_.unwrap_or_default(),
-                e.reason.unwrap_or_default(),
-                e.note.unwrap_or_default(),
-            )
-        })
+        .map(|(type_, reason, note, _)| (type_, reason, note))
         .collect()
 }
 

@@ -373,24 +373,20 @@ mod tests {
     /// The root file of every lib and bin target of the workspace, with
     /// where its package's build script wrote its files, if it has one.
     fn crate_roots() -> Vec<(PathBuf, Option<PathBuf>)> {
-        let metadata = cargo_metadata::MetadataCommand::new()
-            .current_dir(crate::repo_root())
-            .no_deps()
-            .exec()
-            .unwrap();
-        let mut roots: Vec<(PathBuf, Option<PathBuf>)> = metadata
-            .workspace_packages()
-            .into_iter()
-            .flat_map(|package| {
-                let built = package.targets.iter().any(|t| t.is_custom_build());
-                let out_dir = built.then(|| out_dir(&package.name));
-                package
-                    .targets
-                    .iter()
-                    .filter(|target| target.is_lib() || target.is_bin())
-                    .map(move |target| (target.src_path.clone().into(), out_dir.clone()))
-            })
-            .collect();
+        let mut roots: Vec<(PathBuf, Option<PathBuf>)> =
+            crate::workspace_packages(&crate::repo_root())
+                .unwrap()
+                .iter()
+                .flat_map(|package| {
+                    let built = package.targets.iter().any(|t| t.is_custom_build());
+                    let out_dir = built.then(|| out_dir(&package.name));
+                    package
+                        .targets
+                        .iter()
+                        .filter(|target| target.is_lib() || target.is_bin())
+                        .map(move |target| (target.src_path.clone().into(), out_dir.clone()))
+                })
+                .collect();
         roots.sort();
         roots.dedup();
         roots

@@ -35,14 +35,8 @@ pub const LAST: &str = "image";
 
 /// Every test target of the workspace (`[[test]]`, `tests/*.rs`), by name.
 pub fn test_targets(root: &Path) -> Result<Vec<String>> {
-    let metadata = cargo_metadata::MetadataCommand::new()
-        .current_dir(root)
-        .no_deps()
-        .exec()
-        .context("cargo metadata")?;
-    let mut names: Vec<String> = metadata
-        .workspace_packages()
-        .into_iter()
+    let mut names: Vec<String> = crate::workspace_packages(root)?
+        .iter()
         .flat_map(|package| &package.targets)
         .filter(|target| target.is_test())
         .map(|target| target.name.clone())

@@ -249,6 +249,17 @@ fn repo_root() -> PathBuf {
     xtask_dir.parent().unwrap_or(xtask_dir).to_path_buf()
 }
 
+/// The workspace's own packages, as `cargo metadata --no-deps` lists them
+/// from `root`.
+fn workspace_packages(root: &Path) -> Result<Vec<cargo_metadata::Package>> {
+    let metadata = cargo_metadata::MetadataCommand::new()
+        .current_dir(root)
+        .no_deps()
+        .exec()
+        .context("cargo metadata")?;
+    Ok(metadata.workspace_packages().into_iter().cloned().collect())
+}
+
 /// `path` relative to the repository (as it is, if outside it).
 fn rel(path: &Path) -> String {
     let root = repo_root();

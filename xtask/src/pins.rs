@@ -46,13 +46,8 @@ mod tests {
 
     #[test]
     fn every_crate_two_packages_use_is_pinned_once_in_the_workspace() {
-        let metadata = cargo_metadata::MetadataCommand::new()
-            .current_dir(crate::repo_root())
-            .no_deps()
-            .exec()
-            .unwrap();
-        let manifests: Vec<(String, String)> = metadata
-            .workspace_packages()
+        let manifests: Vec<(String, String)> = crate::workspace_packages(&crate::repo_root())
+            .unwrap()
             .iter()
             .map(|package| {
                 let path = package.manifest_path.as_std_path();

@@ -398,33 +398,15 @@ async fn rolled_out(
     Ok((d.resource_version(), foo.resource_version()))
 }
 
-/// The Events about Foo `name`, as `(type, reason, note, count)`.
+/// The Events about Foo `name` ([`harness::events_for`]), or why not.
 pub(super) async fn events_for(
     client: &Client,
     ns: &str,
     name: &str,
 ) -> std::result::Result<Vec<(String, String, String, i32)>, String> {
-    let list = Api::<Event>::namespaced(client.clone(), ns)
-        .list(&Default::default())
+    harness::events_for(client, ns, name)
         .await
-        .map_err(|e| format!("listing Events: {e}"))?;
-    Ok(list
-        .items
-        .into_iter()
-        .filter(|e| {
-            e.regarding.as_ref().is_some_and(|r| {
-                r.kind.as_deref() == Some("Foo") && r.name.as_deref() == Some(name)
-            })
-        })
-        .map(|e| {
-            (
-                e.type_.unwrap_or_default(),
-                e.reason.unwrap_or_default(),
-                e.note.unwrap_or_default(),
-                e.series.map_or(1, |s| s.count),
-            )
-        })
-        .collect())
+        .map_err(|e| format!("{e:#}"))
 }
 
 /// How many times the Synced Event about Foo `name` was recorded.
@@ -456,19 +438,6 @@ pub(super) fn writers<K: kube::Resource>(
             )
         })
         .collect()
-}
-
-/// What of a foreign Deployment nobody but its owner may change.
-pub(super) fn untouchable(d: &Deployment) -> serde_json::Value {
-    let mut v = serde_json::to_value(d).unwrap_or_default();
-    if let Some(obj) = v.as_object_mut() {
-        obj.remove("status");
-    }
-    if let Some(meta) = v.get_mut("metadata").and_then(|m| m.as_object_mut()) {
-        meta.remove("resourceVersion");
-        meta.remove("managedFields");
-    }
-    v
 }
 
 /// A Deployment `taken` that no Foo controls (someone else's), created in
@@ -503,7 +472,7 @@ pub(super) async fn refuses_foreign_deployment(
 ) -> Checked<()> {
     create_foo(client, ns, "squatter", "taken", 3).await?;
     p.about(&["squatter", "taken"]);
-    untouched_until_refused(p, client, ns, foreign, untouchable, 2).await
+    untouched_until_refused(p, client, ns, foreign, harness::untouchable, 2).await
 }
 
 /// Watches `theirs`, a Deployment no Foo controls, until the program has

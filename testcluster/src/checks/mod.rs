@@ -26,7 +26,6 @@ use anyhow::{Context as _, Result};
 use futures::future::join_all;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Namespace;
-use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
 use sample_controller::Foo;
