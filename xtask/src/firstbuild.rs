@@ -250,7 +250,10 @@ fn cold_build(source: &Path, target_dir: &Path, target: Target) -> Result<Run> {
 
 /// Seconds per crate from cargo's timing report: the `UNIT_DATA` array it
 /// embeds (one entry per unit: a library, a build script, its run, a
-/// binary), summed by crate name and version.
+/// binary), summed by crate name and version. Read from the HTML because
+/// stable cargo writes its timing data nowhere else (cargo 1.95 refuses
+/// `--timings=json`), and the figures are of the stable toolchain a learner
+/// builds with.
 fn crate_seconds(html: &str) -> Result<BTreeMap<String, f64>> {
     let start = html
         .find("const UNIT_DATA = ")

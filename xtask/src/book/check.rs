@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail, ensure};
+use scraper::{Html, Selector};
 
 use super::book_dir;
 use super::build;
@@ -493,30 +494,32 @@ fn check_rendered_links(html: &Path) -> Result<Vec<String>> {
     let mut files = Vec::new();
     collect_files(html, &mut files)?;
     let mut ids: HashMap<PathBuf, BTreeSet<String>> = HashMap::new();
-    let mut texts = Vec::new();
+    let mut pages = Vec::new();
     for file in files
         .iter()
         .filter(|f| f.extension().is_some_and(|e| e == "html"))
     {
-        let text = std::fs::read_to_string(file)?;
+        let page = parse_without_scripts(&std::fs::read_to_string(file)?);
         ids.insert(
             file.clone(),
-            attribute_values(&text, "id").into_iter().collect(),
+            attribute_values(&page, "id").into_iter().collect(),
         );
-        texts.push((file.clone(), text));
+        pages.push((file.clone(), page));
     }
     let mut failures = Vec::new();
     let mut count = 0;
-    for (file, text) in &texts {
+    for (file, page) in &pages {
         // The print page repeats every chapter with rewritten links; the
         // 404 page uses absolute paths from `site-url`.
         let name = file.file_name().unwrap_or_default();
         if name == "print.html" || name == "404.html" {
             continue;
         }
-        for target in attribute_values(text, "href")
-            .into_iter()
-            .chain(attribute_values(text, "src"))
+        for target in [
+            attribute_values(page, "href"),
+            attribute_values(page, "src"),
+        ]
+        .concat()
         {
             if target.contains("://")
                 || target.starts_with("mailto:")
@@ -577,18 +580,23 @@ fn collect_files(dir: &Path, files: &mut Vec<PathBuf>) -> Result<()> {
     Ok(())
 }
 
-/// The values of every `name="…"` attribute in `html`, entity `&amp;` decoded.
-fn attribute_values(html: &str, name: &str) -> Vec<String> {
-    let needle = format!(" {name}=\"");
-    let mut values = Vec::new();
-    let mut rest = html;
-    while let Some(at) = rest.find(&needle) {
-        let after = &rest[at + needle.len()..];
-        let Some(end) = after.find('"') else { break };
-        values.push(after[..end].replace("&amp;", "&"));
-        rest = &after[end..];
-    }
-    values
+/// `html` as a browser without scripts reads it: what a `<noscript>` holds
+/// (mdBook's sidebar frame) is elements, with links, not text.
+fn parse_without_scripts(html: &str) -> Html {
+    use html5ever::tendril::TendrilSink;
+    let mut options = html5ever::ParseOpts::default();
+    options.tree_builder.scripting_enabled = false;
+    html5ever::parse_document(scraper::HtmlTreeSink::new(Html::new_document()), options).one(html)
+}
+
+/// The values of every `name` attribute of the page's elements, as an
+/// HTML parser reads them (entities decoded; never text that only looks like
+/// an attribute, in code or a script).
+fn attribute_values(page: &Html, name: &str) -> Vec<String> {
+    let selector = Selector::parse(&format!("[{name}]")).expect("an attribute selector");
+    page.select(&selector)
+        .filter_map(|element| element.value().attr(name).map(str::to_string))
+        .collect()
 }
 
 /// `a/b/../c` → `a/c`, without touching the file system.
@@ -650,6 +658,34 @@ fn same_binary(configured: &Path, running: &Path) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_rendered_link_to_a_missing_file_or_anchor_is_named_and_code_that_looks_like_one_is_not() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.html"), r#"<h2 id="there">There</h2>"#).unwrap();
+        let index = r##"<p><a href="a.html#there">ok</a>, <a href='a.html#nowhere'>no anchor</a>,
+<a href="a.html?x=1&amp;y=2#there">a query</a>, <img src="gone.png"></p>
+<noscript><iframe src="a.html#frame"></iframe></noscript>
+<pre><code>&lt;a href="missing.html"&gt;</code></pre>
+<script>const s = ' href="script.html"';</script>"##;
+        std::fs::write(dir.path().join("index.html"), index).unwrap();
+        let failures = check_rendered_links(dir.path()).unwrap();
+        assert_eq!(failures.len(), 3, "{failures:#?}");
+        let anchor = format!(
+            r#"link "a.html#nowhere" names an anchor that {} does not have"#,
+            rel(&dir.path().join("a.html"))
+        );
+        assert!(failures[0].ends_with(&anchor), "{failures:#?}");
+        assert!(
+            failures[1].ends_with(r#"link "gone.png" points at a missing file"#),
+            "{failures:#?}"
+        );
+        // What a browser without scripts shows is checked too.
+        assert!(
+            failures[2].contains(r#"link "a.html#frame" names an anchor"#),
+            "{failures:#?}"
+        );
+    }
 
     #[test]
     fn a_path_into_the_repository_that_moved_is_named_and_patterns_and_links_are_not() {

@@ -33,6 +33,7 @@ use std::process::Command;
 
 use anyhow::{Context, Result, bail, ensure};
 use polib::catalog::Catalog;
+use scraper::{Html, Selector};
 use serde::Deserialize;
 
 use super::book_dir;
@@ -594,7 +595,8 @@ pub fn check_rendered(html: &Path) -> Result<Vec<String>> {
                 failures.push(format!("{lang}: {name} was not rendered"));
                 continue;
             };
-            let english = std::fs::read_to_string(html.join(&name))?;
+            let text = Html::parse_document(&text);
+            let english = Html::parse_document(&std::fs::read_to_string(html.join(&name))?);
             failures.extend(compare_sections(
                 lang,
                 &name,
@@ -649,52 +651,45 @@ fn compare_sections(
         .collect()
 }
 
-/// An HTML tag of a rendered page.
-fn html_tag_re() -> &'static regex::Regex {
-    static RE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
-    RE.get_or_init(|| regex::Regex::new(r"</?[A-Za-z][^>]*>").expect("a valid regex"))
+/// The elements of `page` that `selector` (a CSS selector) matches.
+fn select<'a>(page: &'a Html, selector: &str) -> Vec<scraper::ElementRef<'a>> {
+    let selector = Selector::parse(selector).expect("a valid selector");
+    page.select(&selector).collect()
 }
 
 /// The `<h2>`…`<h6>` ids of a rendered page, with each heading's text.
-fn heading_ids(html: &str) -> Vec<(String, String)> {
-    static RE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
-    let re = RE.get_or_init(|| {
-        regex::Regex::new(
-            r#"<h[2-6] id="([^"]*)"><a class="header" href="[^"]*">(.*?)</a></h[2-6]>"#,
-        )
-        .expect("a valid regex")
-    });
-    re.captures_iter(html)
-        .map(|c| {
-            (
-                c[1].to_string(),
-                html_tag_re().replace_all(&c[2], "").into_owned(),
-            )
-        })
+fn heading_ids(page: &Html) -> Vec<(String, String)> {
+    select(page, "h2[id], h3[id], h4[id], h5[id], h6[id]")
+        .into_iter()
+        .map(|h| (h.attr("id").unwrap_or_default().into(), h.text().collect()))
         .collect()
 }
 
 /// How many admonitions (`> [!NOTE]` and its kin) a rendered page shows.
-fn admonitions(html: &str) -> usize {
-    html.matches("<blockquote class=\"blockquote-tag ").count()
+fn admonitions(page: &Html) -> usize {
+    select(page, "blockquote.blockquote-tag").len()
 }
 
-/// A `{#id}` the page shows as text, outside code.
-fn shown_heading_id(html: &str) -> Option<String> {
-    static RE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
-    let code = RE.get_or_init(|| {
-        regex::Regex::new(r"(?s)<pre.*?</pre>|<code.*?</code>|<script.*?</script>")
-            .expect("a valid regex")
-    });
-    let text = code.replace_all(html, "");
-    let at = text.find("{#")?;
-    Some(
-        text[at..]
-            .chars()
-            .take_while(|&c| c != '}')
-            .chain(['}'])
-            .collect(),
-    )
+/// A `{#id}` the page shows as text, outside code and scripts.
+fn shown_heading_id(page: &Html) -> Option<String> {
+    let code = |node: &scraper::Node| {
+        node.as_element()
+            .is_some_and(|e| matches!(e.name(), "pre" | "code" | "script"))
+    };
+    page.tree
+        .nodes()
+        .filter(|node| !node.ancestors().any(|a| code(a.value())))
+        .filter_map(|node| node.value().as_text())
+        .find_map(|text| {
+            let at = text.find("{#")?;
+            Some(
+                text[at..]
+                    .chars()
+                    .take_while(|&c| c != '}')
+                    .chain(['}'])
+                    .collect(),
+            )
+        })
 }
 
 #[cfg(test)]
@@ -1011,7 +1006,8 @@ mod tests {
         let kept = r##"<h1 id="第-1-步客户端"><a class="header" href="#第-1-步客户端">第 1 步：客户端</a></h1>
 <h2 id="the-rust-code"><a class="header" href="#the-rust-code">Rust 代码</a></h2>"##;
         let lost = r##"<h2 id="rust-代码"><a class="header" href="#rust-代码">Rust 代码</a></h2>"##;
-        let (english, kept, lost) = (heading_ids(english), heading_ids(kept), heading_ids(lost));
+        let ids = |html: &str| heading_ids(&Html::parse_fragment(html));
+        let (english, kept, lost) = (ids(english), ids(kept), ids(lost));
         assert_eq!(
             english,
             vec![("the-rust-code".to_string(), "The Rust code".to_string())]
@@ -1036,21 +1032,23 @@ mod tests {
             "{}",
             found[0]
         );
-        let added =
-            heading_ids(r##"<h2 id="terms"><a class="header" href="#terms">术语</a></h2>"##);
+        let added = ids(r##"<h2 id="terms"><a class="header" href="#terms">术语</a></h2>"##);
         let with_terms: Vec<_> = kept.iter().chain(&added).cloned().collect();
         assert!(compare_sections("zh-CN", "step-1.html", &english, &with_terms).is_empty());
     }
 
     #[test]
     fn a_heading_id_shown_as_text_is_found_outside_code() {
+        let shown = |html: &str| shown_heading_id(&Html::parse_fragment(html));
         assert_eq!(
-            shown_heading_id("<td>运行 {#run-it}</td>"),
+            shown("<table><tr><td>运行 {#run-it}</td></tr></table>"),
             Some("{#run-it}".to_string())
         );
         assert_eq!(
-            shown_heading_id("<code>{#include x}</code><pre>{#a}</pre>"),
+            shown("<code>{#include x}</code><pre>{#a}</pre><script>x = '{#b}'</script>"),
             None
         );
+        // An attribute is no text a reader sees.
+        assert_eq!(shown(r#"<p title="{#c}">text</p>"#), None);
     }
 }
