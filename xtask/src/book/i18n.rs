@@ -1051,4 +1051,14 @@ mod tests {
         // An attribute is no text a reader sees.
         assert_eq!(shown(r#"<p title="{#c}">text</p>"#), None);
     }
+
+    #[test]
+    fn an_admonition_is_a_blockquote_mdbook_marked_and_a_plain_quote_is_not() {
+        let page = Html::parse_fragment(
+            r#"<blockquote class="blockquote-tag blockquote-tag-note"><p>Note</p></blockquote>
+<blockquote><p>[!NOTE] a marker a translation escaped</p></blockquote>
+<pre><code>&lt;blockquote class="blockquote-tag "&gt;</code></pre>"#,
+        );
+        assert_eq!(admonitions(&page), 1);
+    }
 }
