@@ -456,7 +456,7 @@ func run(ctx context.Context) error {
 ";
 
     fn file() -> GoFile {
-        GoFile::parse("run.go", FILE)
+        GoFile::parse("run.go", FILE).unwrap()
     }
 
     fn select(selector: &str) -> Result<(usize, usize)> {
@@ -515,7 +515,8 @@ func run(ctx context.Context) error {
         let go = GoFile::parse(
             "new.go",
             "package main\n\nfunc main() {\n\tc := &C{\n\t\ta: 1,\n\t\tb: f(x,\n\t\t\ty),\n\t\td: 2,\n\t}\n}\n",
-        );
+        )
+        .unwrap();
         let pick = |s: &str| go.select(&Selector::parse("new.go", s).unwrap());
         assert_eq!(pick("main/b").unwrap(), (6, 7));
         assert_eq!(pick("main/d").unwrap(), (8, 8));
@@ -532,7 +533,8 @@ func run(ctx context.Context) error {
         let yaml = GoFile::parse(
             "crd.yaml",
             "spec:\n  replicas:\n    type: integer\n    minimum: 1\n  status:\n    type: object\n",
-        );
+        )
+        .unwrap();
         let pick = |s: &str| yaml.select(&Selector::parse("crd.yaml", s).unwrap());
         assert_eq!(pick("replicas:").unwrap(), (2, 4));
         assert_eq!(pick("replicas:..status:").unwrap(), (2, 6));

@@ -333,7 +333,7 @@ func (c *Controller) run(ctx context.Context) error {
 ";
 
     fn file() -> GoFile {
-        GoFile::parse("controller.go", GO)
+        GoFile::parse("controller.go", GO).unwrap()
     }
 
     fn select(selector: &str) -> Result<(usize, usize)> {

@@ -115,7 +115,7 @@ pub(super) fn source_file(module: &str, version: &str, path: &str) -> Result<Arc
     let full = module_dir_of(module, version)?.join(path);
     let text = std::fs::read_to_string(&full)
         .with_context(|| format!("{module}@{version} has no file {path}"))?;
-    let file = Arc::new(GoFile::parse(path, &text));
+    let file = Arc::new(GoFile::parse(path, &text)?);
     files
         .lock()
         .unwrap_or_else(|e| e.into_inner())

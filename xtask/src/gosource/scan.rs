@@ -1,7 +1,10 @@
-//! Reading Go without a Go parser: each line's nesting depth, the top-level
-//! declarations with their leading comments, and the names in a line.
+//! A source file as the selectors read it: for Go, parsed by tree-sitter's
+//! Go grammar, each line's nesting depth and whether it is code or comment,
+//! and the top-level declarations with their leading comments; any other
+//! file (YAML, a shell script) as plain lines.
 
-use anyhow::{Result, bail, ensure};
+use anyhow::{Context, Result, bail, ensure};
+use tree_sitter::{Node, Parser, Tree};
 
 #[derive(Debug, Clone, Copy, Default)]
 pub(super) struct LineInfo {
@@ -15,8 +18,6 @@ pub(super) struct LineInfo {
     pub(super) comment_only: bool,
     /// The line starts outside comments and raw strings.
     pub(super) starts_in_code: bool,
-    /// The line ends outside comments and raw strings.
-    pub(super) ends_in_code: bool,
 }
 
 #[derive(Debug)]
@@ -59,23 +60,31 @@ pub(super) struct GoFile {
 }
 
 impl GoFile {
-    pub(super) fn parse(path: &str, text: &str) -> GoFile {
+    /// `text`, the file at `path`; a `.go` file is parsed as Go.
+    pub(super) fn parse(path: &str, text: &str) -> Result<GoFile> {
         let lines: Vec<String> = text.lines().map(str::to_string).collect();
-        let info = scan(&lines);
-        let decls = declarations(&lines, &info);
+        let (info, decls) = match path.ends_with(".go") {
+            true => {
+                let tree = parse_go(text).with_context(|| format!("parsing {path} as Go"))?;
+                let info = line_info(&lines, &tree);
+                let decls = declarations(&tree, text, &lines, &info);
+                (info, decls)
+            }
+            false => (lines.iter().map(|l| plain_line(l)).collect(), Vec::new()),
+        };
         let copyright = lines
             .iter()
             .take(20)
             .find(|l| l.contains("Copyright"))
             .map(|l| l.trim().trim_end_matches('.').to_string() + ".")
             .unwrap_or_else(|| "Copyright The Kubernetes Authors.".to_string());
-        GoFile {
+        Ok(GoFile {
             path: path.to_string(),
             lines,
             info,
             decls,
             copyright,
-        }
+        })
     }
 
     pub(super) fn line(&self, n: usize) -> &str {
@@ -122,156 +131,174 @@ impl GoFile {
     }
 }
 
-/// The nesting depth of every line, skipping strings, runes and comments.
-pub(super) fn scan(lines: &[String]) -> Vec<LineInfo> {
+/// `text` parsed by tree-sitter's Go grammar.
+fn parse_go(text: &str) -> Result<Tree> {
+    let mut parser = Parser::new();
+    parser
+        .set_language(&tree_sitter_go::LANGUAGE.into())
+        .context("loading tree-sitter's Go grammar")?;
+    parser.parse(text, None).context("tree-sitter gave no tree")
+}
+
+/// A line of a file that is not Go: code at depth 0, unless blank.
+fn plain_line(line: &str) -> LineInfo {
+    LineInfo {
+        blank: line.trim().is_empty(),
+        starts_in_code: true,
+        ..LineInfo::default()
+    }
+}
+
+/// Each line's [`LineInfo`], from the tokens of `tree`: its brackets give
+/// the depth, a comment makes a line comment, any other token code; a
+/// token over several lines (a `/* */` comment, a raw string) is what the
+/// lines after its first start in.
+fn line_info(lines: &[String], tree: &Tree) -> Vec<LineInfo> {
     #[derive(Clone, Copy, PartialEq)]
-    enum State {
+    enum In {
         Code,
-        BlockComment,
+        Comment,
         RawString,
     }
-    let mut state = State::Code;
+    let count = lines.len();
+    let (mut code, mut comment) = (vec![false; count], vec![false; count]);
+    let mut starts = vec![In::Code; count];
+    let mut brackets: Vec<Vec<i32>> = vec![Vec::new(); count];
+    for leaf in leaves(tree.root_node()) {
+        let (from, to) = (leaf.start_position().row, leaf.end_position().row);
+        if leaf.start_byte() == leaf.end_byte() || from >= count {
+            continue; // a token the parser assumed, not one in the text
+        }
+        let kind = leaf.kind();
+        match kind {
+            "(" | "{" | "[" => brackets[from].push(1),
+            ")" | "}" | "]" => brackets[from].push(-1),
+            _ => {}
+        }
+        let to = to.min(count - 1);
+        for row in from..=to {
+            if kind == "comment" {
+                comment[row] = true;
+            } else if row == from || !lines[row].is_empty() {
+                code[row] = true;
+            }
+        }
+        let inside = if kind == "comment" {
+            In::Comment
+        } else {
+            In::RawString
+        };
+        starts[from + 1..=to].fill(inside);
+    }
     let mut depth = 0;
-    let mut out = Vec::with_capacity(lines.len());
-    for line in lines {
-        let started = state;
+    let mut out = Vec::with_capacity(count);
+    for row in 0..count {
         let depth_before = depth;
         let mut min_depth = depth;
-        let (mut code, mut comment) = (false, false);
-        let chars: Vec<char> = line.chars().collect();
-        let mut i = 0;
-        while i < chars.len() {
-            let c = chars[i];
-            let next = chars.get(i + 1).copied();
-            match state {
-                State::BlockComment => {
-                    comment = true;
-                    if c == '*' && next == Some('/') {
-                        state = State::Code;
-                        i += 1;
-                    }
-                }
-                State::RawString => {
-                    code = true;
-                    if c == '`' {
-                        state = State::Code;
-                    }
-                }
-                State::Code if c.is_whitespace() => {}
-                State::Code if c == '/' && next == Some('/') => {
-                    comment = true;
-                    break;
-                }
-                State::Code if c == '/' && next == Some('*') => {
-                    comment = true;
-                    state = State::BlockComment;
-                    i += 1;
-                }
-                State::Code => {
-                    code = true;
-                    match c {
-                        '"' | '\'' => {
-                            i += 1;
-                            while i < chars.len() && chars[i] != c {
-                                i += if chars[i] == '\\' { 2 } else { 1 };
-                            }
-                        }
-                        '`' => state = State::RawString,
-                        '(' | '{' | '[' => depth += 1,
-                        ')' | '}' | ']' => {
-                            depth -= 1;
-                            min_depth = min_depth.min(depth);
-                        }
-                        _ => {}
-                    }
-                }
-            }
-            i += 1;
+        for step in &brackets[row] {
+            depth += step;
+            min_depth = min_depth.min(depth);
         }
         out.push(LineInfo {
             depth_before,
             depth_after: depth,
             min_depth,
-            blank: line.trim().is_empty() && started == State::Code,
-            comment_only: !code && (comment || started == State::BlockComment),
-            starts_in_code: started == State::Code,
-            ends_in_code: state == State::Code,
+            blank: lines[row].trim().is_empty() && starts[row] == In::Code,
+            comment_only: !code[row] && (comment[row] || starts[row] == In::Comment),
+            starts_in_code: starts[row] == In::Code,
         });
     }
     out
 }
 
-/// The top-level declarations (gofmt'd source: each starts at column 0).
-pub(super) fn declarations(lines: &[String], info: &[LineInfo]) -> Vec<Decl> {
-    const KEYWORDS: [&str; 6] = ["func", "type", "const", "var", "import", "package"];
-    let mut decls = Vec::new();
-    let mut n = 0;
-    while n < lines.len() {
-        let text = lines[n].as_str();
-        let at = info[n];
-        let keyword = KEYWORDS.iter().copied().find(|k| {
-            text.strip_prefix(k)
-                .is_some_and(|rest| rest.starts_with([' ', '(']))
-        });
-        let Some(keyword) = keyword.filter(|_| at.depth_before == 0 && at.starts_in_code) else {
-            n += 1;
-            continue;
-        };
-        let mut end = n;
-        while end + 1 < lines.len() && (info[end].depth_after != 0 || !info[end].ends_in_code) {
-            end += 1;
-        }
-        let rest = text[keyword.len()..].trim_start();
-        let names = match keyword {
-            "func" => {
-                // `func (c *Controller) Run(` → Run
-                let after_receiver = if rest.starts_with('(') {
-                    let mut depth = 0;
-                    let close = rest
-                        .char_indices()
-                        .find(|&(_, c)| {
-                            match c {
-                                '(' => depth += 1,
-                                ')' => depth -= 1,
-                                _ => {}
-                            }
-                            depth == 0
-                        })
-                        .map_or(rest.len(), |(i, _)| i + 1);
-                    rest[close..].trim_start()
-                } else {
-                    rest
-                };
-                leading_ident(after_receiver).into_iter().collect()
+/// The tokens under `node`, in the order of the text.
+fn leaves(node: Node<'_>) -> Vec<Node<'_>> {
+    let mut found = Vec::new();
+    let mut cursor = node.walk();
+    'walk: loop {
+        if !cursor.goto_first_child() {
+            found.push(cursor.node());
+            while !cursor.goto_next_sibling() {
+                if !cursor.goto_parent() {
+                    break 'walk;
+                }
             }
-            "import" => vec!["import".to_string()],
-            _ if rest.starts_with('(') => {
-                let mut names = vec![keyword.to_string()];
-                for inner in n + 1..end {
-                    if info[inner].depth_before == 1 && !info[inner].comment_only {
-                        names.extend(leading_idents(lines[inner].trim_start()));
+        }
+    }
+    found
+}
+
+/// The top-level declarations of the Go file `text`, parsed as `tree`.
+fn declarations(tree: &Tree, text: &str, lines: &[String], info: &[LineInfo]) -> Vec<Decl> {
+    let source = text.as_bytes();
+    let name_of = |node: Node<'_>| node.utf8_text(source).unwrap_or_default().to_string();
+    let mut cursor = tree.root_node().walk();
+    let mut decls = Vec::new();
+    for node in tree.root_node().named_children(&mut cursor) {
+        let (keyword, names): (&'static str, Vec<String>) = match node.kind() {
+            "package_clause" => (
+                "package",
+                ["package".to_string()]
+                    .into_iter()
+                    .chain(node.named_child(0).map(name_of))
+                    .collect(),
+            ),
+            "import_declaration" => ("import", vec!["import".to_string()]),
+            "function_declaration" | "method_declaration" => (
+                "func",
+                node.child_by_field_name("name")
+                    .map(name_of)
+                    .into_iter()
+                    .collect(),
+            ),
+            kind @ ("type_declaration" | "const_declaration" | "var_declaration") => {
+                let keyword = match kind {
+                    "type_declaration" => "type",
+                    "const_declaration" => "const",
+                    _ => "var",
+                };
+                // `const (…)`, `var (…)`, `type (…)`: named by the keyword too.
+                let grouped = (0..node.child_count())
+                    .filter_map(|i| node.child(i))
+                    .any(|child| matches!(child.kind(), "(" | "var_spec_list"));
+                let mut names = Vec::new();
+                if grouped {
+                    names.push(keyword.to_string());
+                }
+                let mut specs = vec![node];
+                while let Some(spec) = specs.pop() {
+                    let mut inner = spec.walk();
+                    for child in spec.named_children(&mut inner) {
+                        match child.kind() {
+                            "var_spec_list" => specs.push(child),
+                            "comment" => {}
+                            _ => {
+                                let mut named = child.walk();
+                                names.extend(
+                                    child
+                                        .children_by_field_name("name", &mut named)
+                                        .filter(|n| n.is_named())
+                                        .map(name_of),
+                                );
+                            }
+                        }
                     }
                 }
-                names
+                (keyword, names)
             }
-            "type" | "package" => leading_ident(rest).into_iter().collect(),
-            _ => leading_idents(rest),
+            _ => continue,
         };
-        let mut names = names;
-        if keyword == "package" {
-            names.insert(0, "package".to_string());
-        }
+        let (line, end) = (node.start_position().row, node.end_position().row);
         decls.push(Decl {
             keyword,
             names,
-            starts: leading_comment_starts(lines, info, n)
+            starts: leading_comment_starts(lines, info, line)
                 .into_iter()
-                .chain([n + 1])
+                .chain([line + 1])
                 .collect(),
-            line: n + 1,
+            line: line + 1,
             end: end + 1,
         });
-        n = end + 1;
     }
     decls
 }
@@ -312,26 +339,6 @@ pub(super) fn is_ident_char(c: char) -> bool {
     c.is_alphanumeric() || c == '_'
 }
 
-pub(super) fn leading_ident(s: &str) -> Option<String> {
-    let end = s.find(|c: char| !is_ident_char(c)).unwrap_or(s.len());
-    (end > 0 && !s.starts_with(|c: char| c.is_ascii_digit())).then(|| s[..end].to_string())
-}
-
-/// `a, b = …` → [a, b].
-pub(super) fn leading_idents(s: &str) -> Vec<String> {
-    let mut names = Vec::new();
-    let mut rest = s;
-    while let Some(name) = leading_ident(rest) {
-        rest = rest[name.len()..].trim_start();
-        names.push(name);
-        match rest.strip_prefix(',') {
-            Some(more) => rest = more.trim_start(),
-            None => break,
-        }
-    }
-    names
-}
-
 /// `word` occurs in `text` as a whole identifier.
 pub(super) fn contains_word(text: &str, word: &str) -> bool {
     text.match_indices(word).any(|(at, _)| {
@@ -339,4 +346,81 @@ pub(super) fn contains_word(text: &str, word: &str) -> bool {
         let after = text[at + word.len()..].chars().next();
         !before.is_some_and(is_ident_char) && !after.is_some_and(is_ident_char)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GO: &str = r#"// Copyright 2017 The Kubernetes Authors.
+
+package main
+
+// A rune, a string and a raw string with brackets in them.
+const (
+	Open  = '{'
+	Close = "}"
+)
+
+var a, b = `(
+}`, 1
+
+/* A block comment
+   with a { in it. */
+type List[T any] struct{ items []T }
+
+// Len says how long.
+func (l *List[T]) Len() int {
+	return len(l.items) // )
+}
+"#;
+
+    #[test]
+    fn a_go_files_depths_skip_brackets_in_runes_strings_raw_strings_and_comments() {
+        let file = GoFile::parse("list.go", GO).unwrap();
+        let depths: Vec<(i32, i32)> = (1..=file.lines.len())
+            .map(|n| (file.at(n).depth_before, file.at(n).depth_after))
+            .collect();
+        assert_eq!(depths[6..9], [(1, 1), (1, 1), (1, 0)], "the const group");
+        assert_eq!(depths[10..12], [(0, 0), (0, 0)], "the raw string");
+        assert!(!file.at(12).starts_in_code && !file.at(12).comment_only);
+        assert!(file.at(15).comment_only && !file.at(15).starts_in_code);
+        assert_eq!(
+            depths[18..21],
+            [(0, 1), (1, 1), (1, 0)],
+            "a `)` in a comment"
+        );
+    }
+
+    #[test]
+    fn a_go_files_declarations_are_named_with_their_leading_comments() {
+        let file = GoFile::parse("list.go", GO).unwrap();
+        let decls: Vec<(&str, Vec<&str>, &[usize], usize)> = file
+            .decls
+            .iter()
+            .map(|d| {
+                let names = d.names.iter().map(String::as_str).collect();
+                (d.keyword, names, d.starts.as_slice(), d.end)
+            })
+            .collect();
+        assert_eq!(
+            decls,
+            [
+                ("package", vec!["package", "main"], &[3][..], 3),
+                ("const", vec!["const", "Open", "Close"], &[5, 6][..], 9),
+                ("var", vec!["a", "b"], &[11][..], 12),
+                ("type", vec!["List"], &[14, 16][..], 16),
+                ("func", vec!["Len"], &[18, 19][..], 21),
+            ]
+        );
+        assert_eq!(file.resolve(&["Len".to_string()]).unwrap(), (18, 21));
+    }
+
+    #[test]
+    fn a_file_that_is_not_go_is_plain_lines() {
+        let file = GoFile::parse("crd.yaml", "a: '{'\n\nb: [\n").unwrap();
+        assert!(file.decls.is_empty());
+        assert_eq!(file.at(3).depth_after, 0);
+        assert!(file.at(2).blank && file.at(1).starts_in_code);
+    }
 }
