@@ -201,7 +201,7 @@ impl GoFile {
         else {
             return true;
         };
-        let code = code_of(self.line(previous));
+        let code = self.code(previous);
         let before = self.at(previous);
         if before.depth_after != here.depth_before {
             return false;
@@ -226,7 +226,7 @@ impl GoFile {
         let found = (from..to)
             .filter(|&l| self.starts_statement(l))
             .filter(|&l| depth.is_none_or(|d| self.at(l).depth_before == d))
-            .filter(|&l| contains_word(code_of(self.line(l)), &pick.word))
+            .filter(|&l| contains_word(self.code(l), &pick.word))
             .nth(pick.nth - 1)?;
         if pick.after == 0 {
             return Some(found);
@@ -251,7 +251,7 @@ impl GoFile {
                     && !CONTINUED
                         .iter()
                         .filter(|end| **end != ",")
-                        .any(|end| code_of(self.line(l)).ends_with(end))
+                        .any(|end| self.code(l).ends_with(end))
             })
             .unwrap_or(self.lines.len())
     }
@@ -296,16 +296,6 @@ impl GoFile {
 const CONTINUED: &[&str] = &[
     ",", "&&", "||", " +", " -", " *", " /", " =", ":=", ".", "(",
 ];
-
-/// A line of Go without its trailing `//` comment (a rough cut: good enough
-/// for gofmt'd code whose strings hold no `//`), trimmed.
-pub(super) fn code_of(line: &str) -> &str {
-    let code = match line.find("//") {
-        Some(at) if !line[..at].contains('"') && !line[..at].contains('`') => &line[..at],
-        _ => line,
-    };
-    code.trim()
-}
 
 /// A `go:` link in a page.
 #[derive(Debug)]

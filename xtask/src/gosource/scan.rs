@@ -18,6 +18,8 @@ pub(super) struct LineInfo {
     pub(super) comment_only: bool,
     /// The line starts outside comments and raw strings.
     pub(super) starts_in_code: bool,
+    /// Where its trailing `//` comment starts, if it has one (a byte offset).
+    pub(super) comment_from: Option<usize>,
 }
 
 #[derive(Debug)]
@@ -95,6 +97,12 @@ impl GoFile {
         self.info[n - 1]
     }
 
+    /// Line `n` without its trailing `//` comment, trimmed.
+    pub(super) fn code(&self, n: usize) -> &str {
+        let line = self.line(n);
+        line[..self.at(n).comment_from.unwrap_or(line.len())].trim()
+    }
+
     /// The declarations named `names`, which must follow each other: their
     /// range from the first one's leading comment to the last one's end.
     pub(super) fn resolve(&self, names: &[String]) -> Result<(usize, usize)> {
@@ -163,6 +171,7 @@ fn line_info(lines: &[String], tree: &Tree) -> Vec<LineInfo> {
     let count = lines.len();
     let (mut code, mut comment) = (vec![false; count], vec![false; count]);
     let mut starts = vec![In::Code; count];
+    let mut comment_from = vec![None; count];
     let mut brackets: Vec<Vec<i32>> = vec![Vec::new(); count];
     for leaf in leaves(tree.root_node()) {
         let (from, to) = (leaf.start_position().row, leaf.end_position().row);
@@ -174,6 +183,14 @@ fn line_info(lines: &[String], tree: &Tree) -> Vec<LineInfo> {
             "(" | "{" | "[" => brackets[from].push(1),
             ")" | "}" | "]" => brackets[from].push(-1),
             _ => {}
+        }
+        let column = leaf.start_position().column;
+        if kind == "comment"
+            && lines[from]
+                .get(column..)
+                .is_some_and(|c| c.starts_with("//"))
+        {
+            comment_from[from] = Some(column);
         }
         let to = to.min(count - 1);
         for row in from..=to {
@@ -206,6 +223,7 @@ fn line_info(lines: &[String], tree: &Tree) -> Vec<LineInfo> {
             blank: lines[row].trim().is_empty() && starts[row] == In::Code,
             comment_only: !code[row] && (comment[row] || starts[row] == In::Comment),
             starts_in_code: starts[row] == In::Code,
+            comment_from: comment_from[row],
         });
     }
     out
@@ -389,6 +407,14 @@ func (l *List[T]) Len() int {
             depths[18..21],
             [(0, 1), (1, 1), (1, 0)],
             "a `)` in a comment"
+        );
+        assert_eq!(file.code(20), "return len(l.items)");
+        assert_eq!(file.code(8), r#"Close = "}""#);
+        let url = GoFile::parse("u.go", "package p\n\nvar u = \"http://x\" // the URL\n").unwrap();
+        assert_eq!(
+            url.code(3),
+            r#"var u = "http://x""#,
+            "a `//` in a string is code"
         );
     }
 
