@@ -179,13 +179,14 @@ fn line_info(lines: &[String], tree: &Tree) -> Vec<LineInfo> {
             continue; // a token the parser assumed, not one in the text
         }
         let kind = leaf.kind();
+        let is_comment = kind == "comment";
         match kind {
             "(" | "{" | "[" => brackets[from].push(1),
             ")" | "}" | "]" => brackets[from].push(-1),
             _ => {}
         }
         let column = leaf.start_position().column;
-        if kind == "comment"
+        if is_comment
             && lines[from]
                 .get(column..)
                 .is_some_and(|c| c.starts_with("//"))
@@ -194,13 +195,13 @@ fn line_info(lines: &[String], tree: &Tree) -> Vec<LineInfo> {
         }
         let to = to.min(count - 1);
         for row in from..=to {
-            if kind == "comment" {
+            if is_comment {
                 comment[row] = true;
             } else if row == from || !lines[row].is_empty() {
                 code[row] = true;
             }
         }
-        let inside = if kind == "comment" {
+        let inside = if is_comment {
             In::Comment
         } else {
             In::RawString
@@ -246,13 +247,18 @@ fn leaves(node: Node<'_>) -> Vec<Node<'_>> {
     found
 }
 
+/// The named nodes right under `node`.
+fn named_children(node: Node<'_>) -> Vec<Node<'_>> {
+    let mut cursor = node.walk();
+    node.named_children(&mut cursor).collect()
+}
+
 /// The top-level declarations of the Go file `text`, parsed as `tree`.
 fn declarations(tree: &Tree, text: &str, lines: &[String], info: &[LineInfo]) -> Vec<Decl> {
     let source = text.as_bytes();
     let name_of = |node: Node<'_>| node.utf8_text(source).unwrap_or_default().to_string();
-    let mut cursor = tree.root_node().walk();
     let mut decls = Vec::new();
-    for node in tree.root_node().named_children(&mut cursor) {
+    for node in named_children(tree.root_node()) {
         let (keyword, names): (&'static str, Vec<String>) = match node.kind() {
             "package_clause" => (
                 "package",
@@ -283,24 +289,20 @@ fn declarations(tree: &Tree, text: &str, lines: &[String], info: &[LineInfo]) ->
                 if grouped {
                     names.push(keyword.to_string());
                 }
-                let mut specs = vec![node];
-                while let Some(spec) = specs.pop() {
-                    let mut inner = spec.walk();
-                    for child in spec.named_children(&mut inner) {
-                        match child.kind() {
-                            "var_spec_list" => specs.push(child),
-                            "comment" => {}
-                            _ => {
-                                let mut named = child.walk();
-                                names.extend(
-                                    child
-                                        .children_by_field_name("name", &mut named)
-                                        .filter(|n| n.is_named())
-                                        .map(name_of),
-                                );
-                            }
-                        }
-                    }
+                // A grouped `var (…)` holds its specs in a list.
+                let specs = named_children(node)
+                    .into_iter()
+                    .flat_map(|child| match child.kind() {
+                        "var_spec_list" => named_children(child),
+                        _ => vec![child],
+                    });
+                for spec in specs {
+                    let mut cursor = spec.walk();
+                    names.extend(
+                        spec.children_by_field_name("name", &mut cursor)
+                            .filter(|n| n.is_named())
+                            .map(name_of),
+                    );
                 }
                 (keyword, names)
             }
