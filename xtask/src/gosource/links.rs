@@ -34,7 +34,7 @@ use std::sync::Arc;
 use anyhow::{Context, Result, bail};
 
 use super::modcache::source_file;
-use super::scan::{GoFile, contains_word};
+use super::scan::{GoFile, Statement, contains_word};
 use super::selector::{Pick, Selector};
 use crate::markdown::{line_of, link_targets};
 
@@ -132,30 +132,34 @@ impl GoFile {
         match selector {
             Selector::Decls(names) => self.resolve(names),
             Selector::Statements { decl, first, last } => {
-                let decl_index = self.unique_decl(decl)?;
-                let (from, to) = {
-                    let d = &self.decls[decl_index];
-                    (d.line + 1, d.end)
-                };
-                let start = self
-                    .statement_using(first, from, to, None)
-                    .with_context(|| {
-                        format!("`{decl}` has no statement whose first line uses `{first}`")
-                    })?;
-                let end_statement = match last {
+                let d = &self.decls[self.unique_decl(decl)?];
+                let inside: Vec<Statement> = self
+                    .statements
+                    .iter()
+                    .filter(|s| s.first > d.line && s.first < d.end)
+                    .copied()
+                    .collect();
+                let start = self.statement_using(first, &inside).with_context(|| {
+                    format!("`{decl}` has no statement whose first line uses `{first}`")
+                })?;
+                let end = match last {
                     None => start,
                     Some(last) => {
-                        let depth = self.at(start).depth_before;
-                        self.statement_using(last, start, to, Some(depth))
-                            .with_context(|| {
-                                format!(
-                                    "`{decl}` has no statement using `{last}` after line {start}, \
-                                     in the block of `{first}`"
-                                )
-                            })?
+                        let block: Vec<Statement> = inside
+                            .iter()
+                            .filter(|s| s.list == start.list && s.first >= start.first)
+                            .copied()
+                            .collect();
+                        self.statement_using(last, &block).with_context(|| {
+                            format!(
+                                "`{decl}` has no statement using `{last}` after line {}, \
+                                 in the block of `{first}`",
+                                start.first
+                            )
+                        })?
                     }
                 };
-                Ok((self.comment_above(start), self.statement_end(end_statement)))
+                Ok((self.comment_above(start.first), end.last))
             }
             Selector::Text { first, last } => {
                 let start = self
@@ -188,72 +192,21 @@ impl GoFile {
         }
     }
 
-    /// Whether line `n` begins a statement (or an element of a composite
-    /// literal): code at the start, and the code line before it complete.
-    pub(super) fn starts_statement(&self, n: usize) -> bool {
-        let here = self.at(n);
-        if here.blank || here.comment_only || !here.starts_in_code {
-            return false;
-        }
-        let Some(previous) = (1..n)
-            .rev()
-            .find(|&l| !self.at(l).blank && !self.at(l).comment_only)
-        else {
-            return true;
-        };
-        let code = self.code(previous);
-        let before = self.at(previous);
-        if before.depth_after != here.depth_before {
-            return false;
-        }
-        // After an element of a literal that ends on that line (`a: b,`,
-        // `y),`): the next element.
-        if code.ends_with(',') {
-            return before.depth_after <= before.depth_before;
-        }
-        !CONTINUED.iter().any(|end| code.ends_with(end))
-    }
-
-    /// The `pick.nth` statement start in `from..to` whose first line uses
-    /// `pick.word`; at `depth` only, if given.
-    fn statement_using(
-        &self,
-        pick: &Pick,
-        from: usize,
-        to: usize,
-        depth: Option<i32>,
-    ) -> Option<usize> {
-        let found = (from..to)
-            .filter(|&l| self.starts_statement(l))
-            .filter(|&l| depth.is_none_or(|d| self.at(l).depth_before == d))
-            .filter(|&l| contains_word(self.code(l), &pick.word))
+    /// The `pick.nth` of `statements` whose first line uses `pick.word`, or
+    /// the `pick.after`th statement after that one in its block.
+    fn statement_using(&self, pick: &Pick, statements: &[Statement]) -> Option<Statement> {
+        let found = statements
+            .iter()
+            .filter(|s| contains_word(self.code(s.first), &pick.word))
             .nth(pick.nth - 1)?;
         if pick.after == 0 {
-            return Some(found);
+            return Some(*found);
         }
-        // The statements after it, up to the end of its block.
-        let depth = self.at(found).depth_before;
-        (found + 1..to)
-            .take_while(|&l| self.at(l).min_depth >= depth)
-            .filter(|&l| self.starts_statement(l) && self.at(l).depth_before == depth)
+        statements
+            .iter()
+            .filter(|s| s.list == found.list && s.first > found.first)
             .nth(pick.after - 1)
-    }
-
-    /// The last line of the statement that starts on line `start`.
-    fn statement_end(&self, start: usize) -> usize {
-        let depth = self.at(start).depth_before;
-        (start..=self.lines.len())
-            .find(|&l| {
-                let info = self.at(l);
-                !info.blank
-                    && !info.comment_only
-                    && info.depth_after <= depth
-                    && !CONTINUED
-                        .iter()
-                        .filter(|end| **end != ",")
-                        .any(|end| self.code(l).ends_with(end))
-            })
-            .unwrap_or(self.lines.len())
+            .copied()
     }
 
     /// The first line of the comment right above line `n` (touching it), or `n`.
@@ -291,11 +244,6 @@ impl GoFile {
         end
     }
 }
-
-/// How a line of Go ends when its expression goes on on the next line.
-const CONTINUED: &[&str] = &[
-    ",", "&&", "||", " +", " -", " *", " /", " =", ":=", ".", "(",
-];
 
 /// A `go:` link in a page.
 #[derive(Debug)]
@@ -516,6 +464,25 @@ func run(ctx context.Context) error {
             "an argument's line is not an element"
         );
         assert_eq!(pick("main").unwrap(), (3, 10), "not the package clause");
+    }
+
+    #[test]
+    fn arguments_one_a_line_and_the_specs_of_a_group_are_picked_like_statements() {
+        let go = GoFile::parse(
+            "q.go",
+            "package main\n\nconst (\n\t// Spam.\n\tburst = 25\n\tqps   = 1. / 300.\n)\n\n\
+             func main() {\n\tq := New(\n\t\tfirst(1),\n\t\tsecond(2),\n\t)\n}\n",
+        )
+        .unwrap();
+        let pick = |s: &str| go.select(&Selector::parse("q.go", s).unwrap());
+        assert_eq!(
+            pick("const/burst..qps").unwrap(),
+            (4, 6),
+            "a spec ending in `.` does not run on into the `)`"
+        );
+        assert_eq!(pick("main/second").unwrap(), (12, 12));
+        assert_eq!(pick("main/first+1").unwrap(), (12, 12));
+        assert_eq!(pick("main/New").unwrap(), (10, 13));
     }
 
     #[test]

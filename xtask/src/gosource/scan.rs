@@ -1,26 +1,48 @@
 //! A source file as the selectors read it: for Go, parsed by tree-sitter's
-//! Go grammar, each line's nesting depth and whether it is code or comment,
-//! and the top-level declarations with their leading comments; any other
-//! file (YAML, a shell script) as plain lines.
+//! Go grammar, each line's code and comment, the statements, and the
+//! top-level declarations with their leading comments; any other file
+//! (YAML, a shell script) as plain lines.
 
 use anyhow::{Context, Result, bail, ensure};
 use tree_sitter::{Node, Parser, Tree};
 
 #[derive(Debug, Clone, Copy, Default)]
 pub(super) struct LineInfo {
-    /// Nesting depth of `(`, `{`, `[` at the start and end of the line, and
-    /// the lowest it reaches on the line.
-    pub(super) depth_before: i32,
-    pub(super) depth_after: i32,
-    pub(super) min_depth: i32,
     pub(super) blank: bool,
     /// Only comment text (or a blank line inside `/* */`).
     pub(super) comment_only: bool,
-    /// The line starts outside comments and raw strings.
-    pub(super) starts_in_code: bool,
     /// Where its trailing `//` comment starts, if it has one (a byte offset).
     pub(super) comment_from: Option<usize>,
 }
+
+/// What the statement selectors count as a statement, where it begins its
+/// line: a statement of a block, an element of a composite literal, a case
+/// of a switch or select, a spec of a grouped declaration, a field, and a
+/// call's argument when they stand one a line.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) struct Statement {
+    /// Its first and last line (1-based).
+    pub(super) first: usize,
+    pub(super) last: usize,
+    /// The list it is in, as the parser's node id: the statements of one
+    /// block share it.
+    pub(super) list: usize,
+}
+
+/// The nodes whose named children are [`Statement`]s.
+const LISTS: &[&str] = &[
+    "statement_list",
+    "argument_list",
+    "literal_value",
+    "expression_switch_statement",
+    "type_switch_statement",
+    "select_statement",
+    "const_declaration",
+    "var_spec_list",
+    "type_declaration",
+    "field_declaration_list",
+    "interface_type",
+];
 
 #[derive(Debug)]
 pub(super) struct Decl {
@@ -56,6 +78,7 @@ pub(super) struct GoFile {
     pub(super) path: String,
     pub(super) lines: Vec<String>,
     pub(super) info: Vec<LineInfo>,
+    pub(super) statements: Vec<Statement>,
     pub(super) decls: Vec<Decl>,
     /// The file header's copyright line, e.g. "Copyright 2017 The Kubernetes Authors."
     pub(super) copyright: String,
@@ -65,14 +88,19 @@ impl GoFile {
     /// `text`, the file at `path`; a `.go` file is parsed as Go.
     pub(super) fn parse(path: &str, text: &str) -> Result<GoFile> {
         let lines: Vec<String> = text.lines().map(str::to_string).collect();
-        let (info, decls) = match path.ends_with(".go") {
+        let (info, statements, decls) = match path.ends_with(".go") {
             true => {
                 let tree = parse_go(text).with_context(|| format!("parsing {path} as Go"))?;
                 let info = line_info(&lines, &tree);
+                let statements = statements(&lines, &tree);
                 let decls = declarations(&tree, text, &lines, &info);
-                (info, decls)
+                (info, statements, decls)
             }
-            false => (lines.iter().map(|l| plain_line(l)).collect(), Vec::new()),
+            false => (
+                lines.iter().map(|l| plain_line(l)).collect(),
+                Vec::new(),
+                Vec::new(),
+            ),
         };
         let copyright = lines
             .iter()
@@ -84,6 +112,7 @@ impl GoFile {
             path: path.to_string(),
             lines,
             info,
+            statements,
             decls,
             copyright,
         })
@@ -148,19 +177,17 @@ fn parse_go(text: &str) -> Result<Tree> {
     parser.parse(text, None).context("tree-sitter gave no tree")
 }
 
-/// A line of a file that is not Go: code at depth 0, unless blank.
+/// A line of a file that is not Go: code, unless blank.
 fn plain_line(line: &str) -> LineInfo {
     LineInfo {
         blank: line.trim().is_empty(),
-        starts_in_code: true,
         ..LineInfo::default()
     }
 }
 
-/// Each line's [`LineInfo`], from the tokens of `tree`: its brackets give
-/// the depth, a comment makes a line comment, any other token code; a
-/// token over several lines (a `/* */` comment, a raw string) is what the
-/// lines after its first start in.
+/// Each line's [`LineInfo`], from the tokens of `tree`: a comment makes a
+/// line comment, any other token code; a token over several lines (a
+/// `/* */` comment, a raw string) is what the lines after its first start in.
 fn line_info(lines: &[String], tree: &Tree) -> Vec<LineInfo> {
     #[derive(Clone, Copy, PartialEq)]
     enum In {
@@ -172,19 +199,15 @@ fn line_info(lines: &[String], tree: &Tree) -> Vec<LineInfo> {
     let (mut code, mut comment) = (vec![false; count], vec![false; count]);
     let mut starts = vec![In::Code; count];
     let mut comment_from = vec![None; count];
-    let mut brackets: Vec<Vec<i32>> = vec![Vec::new(); count];
-    for leaf in leaves(tree.root_node()) {
+    let leaves = nodes(tree.root_node())
+        .into_iter()
+        .filter(|node| node.child_count() == 0);
+    for leaf in leaves {
         let (from, to) = (leaf.start_position().row, leaf.end_position().row);
         if leaf.start_byte() == leaf.end_byte() || from >= count {
             continue; // a token the parser assumed, not one in the text
         }
-        let kind = leaf.kind();
-        let is_comment = kind == "comment";
-        match kind {
-            "(" | "{" | "[" => brackets[from].push(1),
-            ")" | "}" | "]" => brackets[from].push(-1),
-            _ => {}
-        }
+        let is_comment = leaf.kind() == "comment";
         let column = leaf.start_position().column;
         if is_comment
             && lines[from]
@@ -208,39 +231,59 @@ fn line_info(lines: &[String], tree: &Tree) -> Vec<LineInfo> {
         };
         starts[from + 1..=to].fill(inside);
     }
-    let mut depth = 0;
-    let mut out = Vec::with_capacity(count);
-    for row in 0..count {
-        let depth_before = depth;
-        let mut min_depth = depth;
-        for step in &brackets[row] {
-            depth += step;
-            min_depth = min_depth.min(depth);
-        }
-        out.push(LineInfo {
-            depth_before,
-            depth_after: depth,
-            min_depth,
+    (0..count)
+        .map(|row| LineInfo {
             blank: lines[row].trim().is_empty() && starts[row] == In::Code,
             comment_only: !code[row] && (comment[row] || starts[row] == In::Comment),
-            starts_in_code: starts[row] == In::Code,
             comment_from: comment_from[row],
-        });
-    }
-    out
+        })
+        .collect()
 }
 
-/// The tokens under `node`, in the order of the text.
-fn leaves(node: Node<'_>) -> Vec<Node<'_>> {
+/// The [`Statement`]s of `tree`: of the nodes that begin a line, the
+/// outermost one a [`LISTS`] node holds.
+fn statements(lines: &[String], tree: &Tree) -> Vec<Statement> {
+    let mut found = Vec::new();
+    let mut begun = vec![false; lines.len()];
+    for node in nodes(tree.root_node()) {
+        let Some(list) = node.parent().filter(|p| LISTS.contains(&p.kind())) else {
+            continue;
+        };
+        let (row, column) = (node.start_position().row, node.start_position().column);
+        let indent = lines.get(row).map(|l| l.len() - l.trim_start().len());
+        if !node.is_named() || node.kind() == "comment" || indent != Some(column) {
+            continue;
+        }
+        // Arguments that start on the call's line go on from it: `f(a,`
+        // then `b)` is one statement; `f(` then `a,` and `b,` are three.
+        let first_argument = list.named_child(0).map(|a| a.start_position().row);
+        if list.kind() == "argument_list" && first_argument == Some(list.start_position().row) {
+            continue;
+        }
+        if std::mem::replace(&mut begun[row], true) {
+            continue; // a node inside the one that begins this line
+        }
+        found.push(Statement {
+            first: row + 1,
+            last: node.end_position().row + 1,
+            list: list.id(),
+        });
+    }
+    found
+}
+
+/// Every node under `node`, itself first, in the order of the text.
+fn nodes(node: Node<'_>) -> Vec<Node<'_>> {
     let mut found = Vec::new();
     let mut cursor = node.walk();
     'walk: loop {
-        if !cursor.goto_first_child() {
-            found.push(cursor.node());
-            while !cursor.goto_next_sibling() {
-                if !cursor.goto_parent() {
-                    break 'walk;
-                }
+        found.push(cursor.node());
+        if cursor.goto_first_child() {
+            continue;
+        }
+        while !cursor.goto_next_sibling() {
+            if !cursor.goto_parent() {
+                break 'walk;
             }
         }
     }
@@ -391,26 +434,26 @@ type List[T any] struct{ items []T }
 
 // Len says how long.
 func (l *List[T]) Len() int {
-	return len(l.items) // )
+	s := fmt.Sprint("(", '[', `{
+`) // )
+	return len(l.items) + len(s)
 }
 "#;
 
     #[test]
-    fn a_go_files_depths_skip_brackets_in_runes_strings_raw_strings_and_comments() {
+    fn a_go_files_statements_and_comments_are_the_parsers_whatever_brackets_strings_hold() {
         let file = GoFile::parse("list.go", GO).unwrap();
-        let depths: Vec<(i32, i32)> = (1..=file.lines.len())
-            .map(|n| (file.at(n).depth_before, file.at(n).depth_after))
-            .collect();
-        assert_eq!(depths[6..9], [(1, 1), (1, 1), (1, 0)], "the const group");
-        assert_eq!(depths[10..12], [(0, 0), (0, 0)], "the raw string");
-        assert!(!file.at(12).starts_in_code && !file.at(12).comment_only);
-        assert!(file.at(15).comment_only && !file.at(15).starts_in_code);
-        assert_eq!(
-            depths[18..21],
-            [(0, 1), (1, 1), (1, 0)],
-            "a `)` in a comment"
+        let spans: Vec<(usize, usize)> =
+            file.statements.iter().map(|s| (s.first, s.last)).collect();
+        assert_eq!(spans, [(7, 7), (8, 8), (20, 21), (22, 22)]);
+        let list: Vec<usize> = file.statements.iter().map(|s| s.list).collect();
+        assert!(list[0] == list[1] && list[2] == list[3] && list[0] != list[2]);
+        assert!(
+            !file.at(12).blank && !file.at(12).comment_only,
+            "a raw string's line"
         );
-        assert_eq!(file.code(20), "return len(l.items)");
+        assert!(file.at(15).comment_only, "a block comment's line");
+        assert_eq!(file.code(21), "`)", "a `)` in a comment");
         assert_eq!(file.code(8), r#"Close = "}""#);
         let url = GoFile::parse("u.go", "package p\n\nvar u = \"http://x\" // the URL\n").unwrap();
         assert_eq!(
@@ -438,17 +481,16 @@ func (l *List[T]) Len() int {
                 ("const", vec!["const", "Open", "Close"], &[5, 6][..], 9),
                 ("var", vec!["a", "b"], &[11][..], 12),
                 ("type", vec!["List"], &[14, 16][..], 16),
-                ("func", vec!["Len"], &[18, 19][..], 21),
+                ("func", vec!["Len"], &[18, 19][..], 23),
             ]
         );
-        assert_eq!(file.resolve(&["Len".to_string()]).unwrap(), (18, 21));
+        assert_eq!(file.resolve(&["Len".to_string()]).unwrap(), (18, 23));
     }
 
     #[test]
     fn a_file_that_is_not_go_is_plain_lines() {
         let file = GoFile::parse("crd.yaml", "a: '{'\n\nb: [\n").unwrap();
-        assert!(file.decls.is_empty());
-        assert_eq!(file.at(3).depth_after, 0);
-        assert!(file.at(2).blank && file.at(1).starts_in_code);
+        assert!(file.decls.is_empty() && file.statements.is_empty());
+        assert!(file.at(2).blank && !file.at(1).blank && !file.at(1).comment_only);
     }
 }
