@@ -39,6 +39,9 @@ use std::process::{Command, Stdio};
 use std::sync::Mutex;
 
 use anyhow::{Context, Result, ensure};
+use scraper::Html;
+
+use crate::html::{select, select_in, text};
 
 /// One rendering: a page, with the Go tabs shown or not.
 struct Job {
@@ -100,8 +103,10 @@ pub fn check_pages(html: &Path, screenshots: &Path) -> Result<Vec<String>> {
             screenshot: screenshots.join(format!("{stem}.png")),
         });
         // print.html repeats every chapter: its Go side adds nothing.
-        let html = std::fs::read_to_string(page)?;
-        if let Some(id) = first_go_pane(&html).filter(|_| stem != "print") {
+        let html = Html::parse_document(&std::fs::read_to_string(page)?);
+        if let Some(id) =
+            first_id(&html, "div.gosource-tabs, div.gosource-single").filter(|_| stem != "print")
+        {
             jobs.push(Job {
                 page: page.clone(),
                 suffix: format!("?gosource=go#{id}"),
@@ -109,7 +114,7 @@ pub fn check_pages(html: &Path, screenshots: &Path) -> Result<Vec<String>> {
                 screenshot: screenshots.join(format!("{stem}-go.png")),
             });
         }
-        if let Some(id) = first_flow(&html).filter(|_| stem != "print") {
+        if let Some(id) = first_id(&html, "div.flow-view").filter(|_| stem != "print") {
             jobs.push(Job {
                 page: page.clone(),
                 suffix: format!("?flow#{id}"),
@@ -205,27 +210,15 @@ pub fn check_search(edition: &Path, terms: &[&str], screenshots: &Path) -> Resul
                 continue;
             }
         };
-        let header = elements(
-            &rendered.dom,
-            "<div id=\"mdbook-searchresults-header\"",
-            "</div>",
-        )
-        .first()
-        .map(|h| {
-            h.split_once('>')
-                .map_or(*h, |(_, text)| text)
-                .trim()
-                .to_string()
-        })
-        .unwrap_or_default();
-        let results = elements(&rendered.dom, "<ul id=\"mdbook-searchresults\"", "</ul>")
+        let dom = Html::parse_document(&rendered.dom);
+        let header = select(&dom, "#mdbook-searchresults-header")
             .first()
-            .map(|list| list.matches("<li").count())
-            .unwrap_or(0);
-        let first = elements(&rendered.dom, "<ul id=\"mdbook-searchresults\"", "</ul>")
+            .map(|h| text(*h).trim().to_string())
+            .unwrap_or_default();
+        let results = select(&dom, "#mdbook-searchresults li").len();
+        let first = select(&dom, "#mdbook-searchresults a[href]")
             .first()
-            .and_then(|list| list.split_once("href=\""))
-            .and_then(|(_, rest)| rest.split(['?', '#', '"']).next())
+            .and_then(|a| a.attr("href")?.split(['?', '#']).next())
             .map(str::to_string);
         for message in &rendered.console {
             failures.push(format!("search {term:?}: console: {message}"));
@@ -249,19 +242,11 @@ pub fn check_search(edition: &Path, terms: &[&str], screenshots: &Path) -> Resul
     Ok(failures)
 }
 
-/// The id of a page's first `{{#go}}` excerpt.
-fn first_go_pane(html: &str) -> Option<String> {
-    [
-        "<div class=\"gosource-tabs\" id=\"",
-        "<div class=\"gosource-single\" id=\"",
-    ]
-    .iter()
-    .filter_map(|open| {
-        let at = html.find(open)? + open.len();
-        Some((at, html[at..].split('"').next()?.to_string()))
-    })
-    .min()
-    .map(|(_, id)| id)
+/// The id of the first element of `page` that `selector` matches, if it
+/// has one: a page's first Go excerpt, its first flow replay.
+fn first_id(page: &Html, selector: &str) -> Option<String> {
+    let first = *select(page, selector).first()?;
+    first.attr("id").map(str::to_string)
 }
 
 /// Opens `page` in headless Chromium; its DOM afterwards and its console.
@@ -322,27 +307,24 @@ fn render(job: &Job, worker: usize) -> Result<Rendered> {
 
 /// The page's summary line and its problems.
 fn judge(rendered: &Rendered) -> Result<(String, Vec<String>)> {
-    let source = std::fs::read_to_string(&rendered.page)?;
-    let dom = &rendered.dom;
+    let source = Html::parse_document(&std::fs::read_to_string(&rendered.page)?);
+    ensure!(rendered.dom.contains("</html>"), "chromium printed no DOM");
+    let dom = Html::parse_document(&rendered.dom);
     let mut problems = Vec::new();
-    ensure!(dom.contains("</html>"), "chromium printed no DOM");
 
     for message in &rendered.console {
         problems.push(format!("console: {message}"));
     }
 
     // mermaid: every <pre class="mermaid"> became an SVG, and not mermaid's error picture.
-    let diagrams = source.matches("<pre class=\"mermaid\">").count();
+    let diagrams = select(&source, "pre.mermaid").len();
     let mut drawn = 0;
-    for (n, element) in elements(dom, "<pre class=\"mermaid\"", "</pre>")
-        .into_iter()
-        .enumerate()
-    {
+    for (n, element) in select(&dom, "pre.mermaid").into_iter().enumerate() {
         let n = n + 1;
-        if !element.contains("<svg") {
+        if select_in(element, "svg").is_empty() {
             problems.push(format!("mermaid diagram {n} was not rendered to an <svg>"));
-        } else if element.contains("aria-roledescription=\"error\"")
-            || element.contains("Syntax error in text")
+        } else if !select_in(element, "[aria-roledescription=error]").is_empty()
+            || text(element).contains("Syntax error in text")
         {
             problems.push(format!("mermaid diagram {n} has a syntax error"));
         } else {
@@ -356,35 +338,35 @@ fn judge(rendered: &Rendered) -> Result<(String, Vec<String>)> {
     }
 
     // Highlighted code.
-    let code_blocks = source.matches("<pre><code class=\"language-").count();
-    let highlighted = dom.matches("hljs").count();
-    if code_blocks > 0 && highlighted == 0 {
+    let code_blocks = select(&source, "pre > code[class^=language-]").len();
+    if code_blocks > 0 && select(&dom, "code.hljs").is_empty() {
         problems.push(format!(
             "{code_blocks} code blocks, none highlighted (did highlight.js run?)"
         ));
     }
 
     // Go panes: highlighted Go and the license notice.
-    let panes = elements(dom, "<div class=\"gosource-pane gosource-pane-go\"", "</p>");
+    let panes = select(&dom, "div.gosource-pane-go");
     for (n, pane) in panes.iter().enumerate() {
         let n = n + 1;
-        if !(pane.contains("language-go") && pane.contains("hljs")) {
+        if select_in(*pane, "code.language-go.hljs").is_empty() {
             problems.push(format!("Go pane {n} has no highlighted Go code"));
         }
-        if !(pane.contains("gosource-notice") && pane.contains("Apache License")) {
+        let notices = select_in(*pane, ".gosource-notice");
+        if !notices.iter().any(|p| text(*p).contains("Apache License")) {
             problems.push(format!("Go pane {n} has no license notice"));
         }
     }
-    let numbered = dom.matches("class=\"gosource-numbered\"").count();
+    let numbered = select(&dom, ".gosource-numbered").len();
     if numbered != panes.len() {
         problems.push(format!(
             "{} Go panes, {numbered} with line numbers (did gosource.js run?)",
             panes.len()
         ));
     }
-    let tabs = dom.matches("<div class=\"gosource-tabs\"").count();
-    let (flow_problems, replays) = judge_flows(&source, dom);
-    problems.extend(judge_picker(dom));
+    let tabs = select(&dom, "div.gosource-tabs").len();
+    let (flow_problems, replays) = judge_flows(&source, &dom);
+    problems.extend(judge_picker(&dom));
     problems.extend(flow_problems);
 
     let mut summary = vec![format!("{drawn}/{diagrams} diagrams drawn as SVG")];
@@ -401,21 +383,18 @@ fn judge(rendered: &Rendered) -> Result<(String, Vec<String>)> {
 
 /// The language picker (book/theme/editions.js): a link to the same page in
 /// every other edition, each to a page that exists.
-fn judge_picker(dom: &str) -> Vec<String> {
+fn judge_picker(dom: &Html) -> Vec<String> {
     // toc.html is the sidebar alone (for readers without JavaScript): no menu bar.
-    if !dom.contains("class=\"right-buttons\"") {
+    if select(dom, ".right-buttons").is_empty() {
         return Vec::new();
     }
-    let links = elements(dom, "<a class=\"edition-picker\"", "</a>");
+    let links = select(dom, "a.edition-picker");
     if links.is_empty() {
         return vec!["no language picker in the menu bar (did editions.js run?)".to_string()];
     }
     let mut problems = Vec::new();
     for link in links {
-        let target = link
-            .split_once("href=\"")
-            .and_then(|(_, rest)| rest.split('"').next())
-            .unwrap_or_default();
+        let target = link.attr("href").unwrap_or_default();
         let file = target.strip_prefix("file://").unwrap_or(target);
         let file = file.split(['#', '?']).next().unwrap_or_default();
         if !Path::new(file).is_file() {
@@ -427,22 +406,15 @@ fn judge_picker(dom: &str) -> Vec<String> {
     problems
 }
 
-/// The id of a page's first `{{#flow}}` replay.
-fn first_flow(html: &str) -> Option<String> {
-    let open = "<div class=\"flow-view\" id=\"";
-    let at = html.find(open)? + open.len();
-    Some(html[at..].split('"').next()?.to_string())
-}
-
 /// The page's flow replays, drawn: their lanes, and every line of each
 /// recording played. (problems, how many replays).
-fn judge_flows(source: &str, dom: &str) -> (Vec<String>, usize) {
+fn judge_flows(source: &Html, dom: &Html) -> (Vec<String>, usize) {
     let mut problems = Vec::new();
-    let replays = source.matches("<div class=\"flow-view\"").count();
+    let replays = select(source, "div.flow-view").len();
     if replays == 0 {
         return (problems, 0);
     }
-    let lanes = dom.matches("<section class=\"flow-lane ").count();
+    let lanes = select(dom, "section.flow-lane").len();
     if lanes != replays * 6 {
         problems.push(format!(
             "{replays} flow replays, {lanes} lanes drawn (6 each; did flow.js run?)"
@@ -450,34 +422,23 @@ fn judge_flows(source: &str, dom: &str) -> (Vec<String>, usize) {
     }
     // The recordings' lines, as the page holds them, and where each view's
     // replay is (its status's `data-played` and `data-total`, in any edition).
-    let recorded: Vec<usize> = elements(
-        source,
-        "<script type=\"application/json\" id=\"flow-trace-",
-        "</script>",
-    )
-    .iter()
-    .map(|script| {
-        script
-            .lines()
-            .skip(1)
-            .filter(|l| l.trim_start().starts_with('{'))
-            .count()
-    })
-    .collect();
-    let attribute = |element: &str, name: &str| -> Option<usize> {
-        let (_, rest) = element.split_once(&format!("{name}=\""))?;
-        rest.split('"').next()?.parse().ok()
-    };
-    let played: Vec<(usize, usize)> = elements(dom, "<span class=\"flow-status\"", "</span>")
-        .iter()
+    let recorded = select(source, "script[id^=flow-trace-]")
+        .into_iter()
+        .map(|script| {
+            let lines = text(script);
+            lines
+                .lines()
+                .filter(|l| l.trim_start().starts_with('{'))
+                .count()
+        });
+    let wanted: Vec<(usize, usize)> = recorded.map(|n| (n, n)).collect();
+    let played: Vec<(usize, usize)> = select(dom, "span.flow-status")
+        .into_iter()
         .filter_map(|status| {
-            Some((
-                attribute(status, "data-played")?,
-                attribute(status, "data-total")?,
-            ))
+            let number = |name| status.attr(name)?.parse().ok();
+            Some((number("data-played")?, number("data-total")?))
         })
         .collect();
-    let wanted: Vec<(usize, usize)> = recorded.iter().map(|&n| (n, n)).collect();
     if played != wanted {
         problems.push(format!(
             "flow replays should show all of their recordings' lines {wanted:?}, they show {played:?}"
@@ -489,7 +450,11 @@ fn judge_flows(source: &str, dom: &str) -> (Vec<String>, usize) {
 /// A page rendered scrolled in its iframe wrapper (the Go side, a flow
 /// replay): no console message.
 fn judge_scrolled(rendered: &Rendered, what: &str) -> Result<(String, Vec<String>)> {
-    ensure!(rendered.dom.contains("<iframe"), "chromium printed no DOM");
+    let dom = Html::parse_document(&rendered.dom);
+    ensure!(
+        !select(&dom, "iframe").is_empty(),
+        "chromium printed no DOM"
+    );
     let problems = rendered
         .console
         .iter()
@@ -501,27 +466,16 @@ fn judge_scrolled(rendered: &Rendered, what: &str) -> Result<(String, Vec<String
     ))
 }
 
-/// The text of every element starting with `open` up to the next `close`.
-fn elements<'a>(dom: &'a str, open: &str, close: &str) -> Vec<&'a str> {
-    let mut found = Vec::new();
-    let mut rest = dom;
-    while let Some(at) = rest.find(open) {
-        let element = &rest[at..];
-        let end = element
-            .find(close)
-            .map_or(element.len(), |e| e + close.len());
-        found.push(&element[..end]);
-        rest = &element[end..];
-    }
-    found
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     const SOURCE: &str = "<div class=\"flow-view\" id=\"flow-a\" data-trace=\"a\"></div>\n\
         <script type=\"application/json\" id=\"flow-trace-a\">\n{\"t\":1}\n{\"t\":2}\n</script>\n";
+
+    fn flows(source: &str, dom: &str) -> (Vec<String>, usize) {
+        judge_flows(&Html::parse_document(source), &Html::parse_document(dom))
+    }
 
     fn dom(lanes: usize, played: usize, total: usize, text: &str) -> String {
         let lanes = "<section class=\"flow-lane flow-lane-x\"></section>".repeat(lanes);
@@ -532,11 +486,45 @@ mod tests {
     }
 
     #[test]
+    fn a_page_is_judged_by_its_elements_not_by_text_that_looks_like_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let page = dir.path().join("step-1.html");
+        let pane = "<div class=\"gosource-pane gosource-pane-go\"><pre><code class=\"language-go \
+                    hljs\">// Apache License, &lt;svg&gt;</code></pre><p class=\"gosource-notice\">\
+                    Go: controller.go</p></div>";
+        let body = format!(
+            "<pre class=\"mermaid\">graph TD; a--&gt;b; %% &lt;svg&gt;</pre>\n\
+             <pre><code class=\"language-rust\">fn main() {{}}</code></pre>\n{pane}"
+        );
+        std::fs::write(&page, &body).unwrap();
+        let rendered = Rendered {
+            page,
+            dom: format!("<html><body>{body}</body></html>"),
+            console: vec!["Uncaught ReferenceError: mermaid is not defined".to_string()],
+        };
+        let (summary, problems) = judge(&rendered).unwrap();
+        assert_eq!(
+            problems,
+            [
+                "console: Uncaught ReferenceError: mermaid is not defined",
+                "mermaid diagram 1 was not rendered to an <svg>",
+                "Go pane 1 has no license notice",
+                "1 Go panes, 0 with line numbers (did gosource.js run?)",
+            ],
+            "an <svg> or a license only as text is none"
+        );
+        assert_eq!(
+            summary,
+            "0/1 diagrams drawn as SVG, 1 Go panes (0 as Go/Rust tabs), 2 code blocks, \
+             1 console messages"
+        );
+    }
+
+    #[test]
     fn a_replay_is_drawn_when_its_lanes_are_there_and_all_its_lines_were_played() {
-        let (problems, replays) = judge_flows(SOURCE, &dom(6, 2, 2, "played 2 of 2 lines"));
+        let (problems, replays) = flows(SOURCE, &dom(6, 2, 2, "played 2 of 2 lines"));
         assert_eq!((problems, replays), (vec![], 1));
-        let (problems, _) =
-            judge_flows(SOURCE, &dom(6, 2, 2, "已播放 2 / 2 行（安静的时段已缩短）"));
+        let (problems, _) = flows(SOURCE, &dom(6, 2, 2, "已播放 2 / 2 行（安静的时段已缩短）"));
         assert!(
             problems.is_empty(),
             "in the Chinese edition too: {problems:?}"
@@ -545,13 +533,13 @@ mod tests {
 
     #[test]
     fn a_replay_that_did_not_run_or_stopped_short_is_a_problem() {
-        let (problems, _) = judge_flows(SOURCE, "<div class=\"flow-view\"></div>");
+        let (problems, _) = flows(SOURCE, "<div class=\"flow-view\"></div>");
         assert_eq!(problems.len(), 2, "{problems:?}");
         assert!(problems[0].contains("0 lanes drawn"), "{problems:?}");
-        let (problems, _) = judge_flows(SOURCE, &dom(6, 1, 2, "paused at 1 of 2 lines"));
+        let (problems, _) = flows(SOURCE, &dom(6, 1, 2, "paused at 1 of 2 lines"));
         assert_eq!(problems.len(), 1, "{problems:?}");
         assert!(problems[0].contains("[(2, 2)]"), "{problems:?}");
         // A page without replays asks nothing of them.
-        assert_eq!(judge_flows("<p>text</p>", "<p>text</p>"), (vec![], 0));
+        assert_eq!(flows("<p>text</p>", "<p>text</p>"), (vec![], 0));
     }
 }

@@ -35,6 +35,7 @@ mod firstbuild;
 mod generated;
 mod gosource;
 mod heap;
+mod html;
 #[cfg(test)]
 mod imports;
 mod kubectl;

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail, ensure};
-use scraper::{Html, Selector};
+use scraper::Html;
 
 use super::book_dir;
 use super::build;
@@ -593,9 +593,10 @@ fn parse_without_scripts(html: &str) -> Html {
 /// HTML parser reads them (entities decoded; never text that only looks like
 /// an attribute, in code or a script).
 fn attribute_values(page: &Html, name: &str) -> Vec<String> {
-    let selector = Selector::parse(&format!("[{name}]")).expect("an attribute selector");
-    page.select(&selector)
-        .filter_map(|element| element.value().attr(name).map(str::to_string))
+    let elements = crate::html::select(page, &format!("[{name}]"));
+    elements
+        .iter()
+        .filter_map(|element| element.attr(name).map(str::to_string))
         .collect()
 }
 

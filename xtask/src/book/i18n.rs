@@ -33,10 +33,11 @@ use std::process::Command;
 
 use anyhow::{Context, Result, bail, ensure};
 use polib::catalog::Catalog;
-use scraper::{Html, Selector};
+use scraper::Html;
 use serde::Deserialize;
 
 use super::book_dir;
+use crate::html::{select, text};
 use crate::rel;
 
 /// mdbook-i18n-helpers' renderer that extracts the English messages; the
@@ -651,17 +652,11 @@ fn compare_sections(
         .collect()
 }
 
-/// The elements of `page` that `selector` (a CSS selector) matches.
-fn select<'a>(page: &'a Html, selector: &str) -> Vec<scraper::ElementRef<'a>> {
-    let selector = Selector::parse(selector).expect("a valid selector");
-    page.select(&selector).collect()
-}
-
 /// The `<h2>`…`<h6>` ids of a rendered page, with each heading's text.
 fn heading_ids(page: &Html) -> Vec<(String, String)> {
     select(page, "h2[id], h3[id], h4[id], h5[id], h6[id]")
         .into_iter()
-        .map(|h| (h.attr("id").unwrap_or_default().into(), h.text().collect()))
+        .map(|h| (h.attr("id").unwrap_or_default().into(), text(h)))
         .collect()
 }
 
