@@ -28,6 +28,7 @@ mod book;
 mod bump;
 mod check;
 mod chromium;
+mod cluster;
 mod demo;
 #[cfg(test)]
 mod devtools;
@@ -49,6 +50,7 @@ mod prepare;
 mod preprocess;
 mod setup;
 mod steps;
+mod suites;
 mod timeline;
 mod watch;
 mod workshop;
@@ -58,9 +60,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
-use k8s_openapi::api::core::v1::Node;
-use kube::api::{Api, ListParams};
-use testcluster::{Binary, ControlPlane, Options};
+use testcluster::Binary;
 
 #[derive(Parser)]
 #[command(name = "cargo xtask", about = "Automation for sample-controller-rs")]
@@ -188,23 +188,23 @@ enum ClusterCommand {
 async fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Cluster(ClusterCommand::Build { binaries }) => build(&binaries),
-        Command::BuildCluster => build(&[]),
+        Command::Cluster(ClusterCommand::Build { binaries }) => cluster::build(&binaries),
+        Command::BuildCluster => cluster::build(&[]),
         Command::Cluster(ClusterCommand::Up {
             no_kwok,
             api_server_only,
-        }) => up(no_kwok || api_server_only, api_server_only).await,
-        Command::Cluster(ClusterCommand::Down) => down(),
-        Command::Cluster(ClusterCommand::Status) => status().await,
+        }) => cluster::up(no_kwok || api_server_only, api_server_only).await,
+        Command::Cluster(ClusterCommand::Down) => cluster::down(),
+        Command::Cluster(ClusterCommand::Status) => cluster::status().await,
         Command::Demo => demo::demo().await,
         Command::Watch(args) => watch::watch(args).await,
         Command::Check(args) => return exit_code(check::check(args).await),
         Command::Prepare => prepare::prepare().await,
-        Command::Test => test().await,
+        Command::Test => suites::test().await,
         Command::Setup => setup::ensure_test_prerequisites(),
-        Command::Parity => parity(),
+        Command::Parity => suites::parity(),
         Command::Oldest => oldest::oldest(),
-        Command::Faults => faults(),
+        Command::Faults => suites::faults(),
         Command::Bench(args) => bench::bench(args).await,
         Command::FirstBuild(args) => firstbuild::first_build(args),
         Command::HeapProfile(args) => heap::heap_profile(args).await,
@@ -291,56 +291,6 @@ fn debug_dir() -> PathBuf {
     target_dir().join("debug")
 }
 
-/// The README's test command: what a fresh machine lacks (system packages,
-/// the musl target, the book's tools; see `setup`), the control-plane
-/// binaries (so their build shows its progress), then every test of the
-/// workspace, every step against the oldest Kubernetes claimed, the captures
-/// re-run and compared, and the book check.
-async fn test() -> Result<()> {
-    setup::ensure_test_prerequisites()?;
-    println!(
-        "==> Control-plane binaries (built once into ~/.cache/sample-controller-rs; a first build takes about 8 minutes on 2 cores)"
-    );
-    build(&[])?;
-    println!(
-        "==> The workspace's tests (unit, mock API server, end-to-end and parity against local control planes), in two lanes"
-    );
-    clear_fault_report()?;
-    // Every step is a package of its own, so `cargo test` builds no step
-    // binary for the end-to-end tests; built first, their own `cargo build
-    // -p step-N` (tests/support) finds nothing to do.
-    let status = cargo(&["build", "--bins"])
-        .std()
-        .status()
-        .context("running cargo build --bins")?;
-    if !status.success() {
-        anyhow::bail!("cargo build --bins failed");
-    }
-    // The image test's musl build and the oldest release's servers, built
-    // meanwhile on the cores the tests leave idle.
-    let beside = beside::start();
-    let tested = lanes::run();
-    let built = beside.finish();
-    tested?;
-    built?;
-    println!("==> The fault suite (tests/faults.rs, run above)");
-    print_fault_report()?;
-    println!("==> cargo xtask oldest (every step against the oldest Kubernetes the README claims)");
-    oldest::oldest()?;
-    println!(
-        "==> cargo xtask book outputs --check (every capture re-run against a new control plane and compared with the committed one)"
-    );
-    book::run(book::BookCommand::Outputs {
-        only: Vec::new(),
-        check: true,
-    })
-    .await?;
-    println!(
-        "==> cargo xtask book check (includes, anchors, links, pinned Go links, diagrams in Chromium)"
-    );
-    book::check()
-}
-
 /// Runs `command`; an error naming it if it cannot start or fails.
 pub(crate) fn run_tool(command: &mut std::process::Command) -> Result<()> {
     let shown = format!("{command:?}");
@@ -348,234 +298,5 @@ pub(crate) fn run_tool(command: &mut std::process::Command) -> Result<()> {
         .status()
         .with_context(|| format!("running {shown}"))?;
     anyhow::ensure!(status.success(), "{shown} failed ({status})");
-    Ok(())
-}
-
-/// `cargo test --test parity`, after building what it needs.
-fn parity() -> Result<()> {
-    build(&[])?;
-    let status = cargo(&[
-        "test",
-        "--test",
-        "parity",
-        "--",
-        "--nocapture",
-        "--test-threads=1",
-    ])
-    .std()
-    .status()
-    .context("running cargo test --test parity")?;
-    if !status.success() {
-        anyhow::bail!("the parity tests failed");
-    }
-    Ok(())
-}
-
-/// `cargo test --test faults`, then the one-line summary each fault wrote.
-fn faults() -> Result<()> {
-    build(&[])?;
-    clear_fault_report()?;
-    let status = cargo(&["test", "--test", "faults", "--", "--test-threads=9"])
-        .std()
-        .status()
-        .context("running cargo test --test faults")?;
-    print_fault_report()?;
-    if !status.success() {
-        anyhow::bail!("the fault suite failed");
-    }
-    Ok(())
-}
-
-/// Where each fault test writes its summary line (tests/support `report`).
-fn fault_report_dir() -> PathBuf {
-    repo_root().join("target").join("fault-report")
-}
-
-fn clear_fault_report() -> Result<()> {
-    match std::fs::remove_dir_all(fault_report_dir()) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e.into()),
-        _ => Ok(()),
-    }
-}
-
-/// Prints the faults' summary lines in order; fails unless all twelve reported.
-fn print_fault_report() -> Result<()> {
-    let mut lines = Vec::new();
-    for n in 1..=12 {
-        let path = fault_report_dir().join(format!("fault-{n}.txt"));
-        match std::fs::read_to_string(&path) {
-            Ok(line) => lines.push(line.trim_end().to_string()),
-            Err(_) => lines.push(format!(
-                "fault {n}: FAILED (no report; see the test output above)"
-            )),
-        }
-    }
-    for line in &lines {
-        println!("  {line}");
-    }
-    if lines
-        .iter()
-        .any(|l| l.ends_with("see the test output above)"))
-    {
-        anyhow::bail!("not every fault passed");
-    }
-    Ok(())
-}
-
-fn build(binaries: &[Binary]) -> Result<()> {
-    let binaries = if binaries.is_empty() {
-        &Binary::ALL[..]
-    } else {
-        binaries
-    };
-    for &binary in binaries {
-        let path = testcluster::binaries::ensure(binary)?;
-        println!(
-            "{:<24} {:<8} {}",
-            binary.name(),
-            binary.version(),
-            path.display()
-        );
-    }
-    Ok(())
-}
-
-async fn up(no_kwok: bool, api_server_only: bool) -> Result<()> {
-    let dir = testcluster::cluster_dir()?;
-    let kubeconfig = dir.join("kubeconfig");
-    if testcluster::recorded_processes(&dir)?
-        .iter()
-        .any(|p| p.is_running())
-    {
-        println!(
-            "The cluster is already up (`cargo xtask cluster status` for details). To use it:"
-        );
-        print_exports(&kubeconfig);
-        return Ok(());
-    }
-    if dir.exists() {
-        std::fs::remove_dir_all(&dir)
-            .with_context(|| format!("removing the stale state in {}", dir.display()))?;
-    }
-
-    let mut scheduler_and_kwok = !no_kwok;
-    if scheduler_and_kwok {
-        // kube-scheduler and kwok are optional here: without them Pods stay Pending.
-        let ensured = tokio::task::spawn_blocking(|| {
-            testcluster::binaries::ensure(Binary::KubeScheduler)?;
-            testcluster::binaries::ensure(Binary::Kwok)
-        })
-        .await?;
-        if let Err(err) = ensured {
-            eprintln!(
-                "warning: starting without kube-scheduler and kwok (Pods will stay Pending): {err:#}"
-            );
-            scheduler_and_kwok = false;
-        }
-    }
-    // kubectl is not part of the control plane: without it, the cluster still starts.
-    let kubectl = tokio::task::spawn_blocking(|| testcluster::binaries::ensure(Binary::Kubectl));
-    if let Err(err) = kubectl.await? {
-        eprintln!(
-            "warning: no kubectl {} (use your own): {err:#}",
-            Binary::Kubectl.version()
-        );
-    }
-    let cp = ControlPlane::start(Options {
-        controller_manager: !api_server_only,
-        scheduler_and_kwok,
-        data_dir: Some(dir.clone()),
-        detached: true,
-        apiserver_flags: Vec::new(),
-    })
-    .await?;
-
-    let crd = repo_root().join("manifests/crd.yaml");
-    if crd.is_file() {
-        let client = cp.client().await?;
-        match testcluster::install_crd(&client, &crd).await {
-            Ok(()) => println!("Installed {}", crd.display()),
-            Err(err) => eprintln!("warning: the cluster is up, but {err:#}"),
-        }
-    }
-
-    let log_dir = cp.log_dir();
-    let server = cp.server_url().to_string();
-    let processes = cp.detach();
-    println!(
-        "Control plane running at {server} (logs in {}):",
-        log_dir.display()
-    );
-    for p in &processes {
-        println!("  {:<24} pid {}", p.name, p.pid);
-    }
-    println!("Stop it with `cargo xtask cluster down`. To use it, paste:");
-    print_exports(&kubeconfig);
-    Ok(())
-}
-
-/// The lines that put the cached kubectl on `PATH` and point `KUBECONFIG` at the cluster.
-fn print_exports(kubeconfig: &Path) {
-    for line in kubectl::export_lines(kubeconfig) {
-        println!("{line}");
-    }
-}
-
-fn down() -> Result<()> {
-    let dir = testcluster::cluster_dir()?;
-    if !dir.exists() {
-        println!("No cluster state in {}: nothing to stop.", dir.display());
-        return Ok(());
-    }
-    let stopped = testcluster::stop_recorded(&dir)?;
-    std::fs::remove_dir_all(&dir).with_context(|| format!("removing {}", dir.display()))?;
-    println!(
-        "Stopped {stopped} process(es) and removed {}.",
-        dir.display()
-    );
-    Ok(())
-}
-
-async fn status() -> Result<()> {
-    let dir = testcluster::cluster_dir()?;
-    let processes = testcluster::recorded_processes(&dir)?;
-    if processes.is_empty() {
-        anyhow::bail!("the cluster is not up (start it with `cargo xtask cluster up`)");
-    }
-    let mut all_running = true;
-    for p in &processes {
-        let state = if p.is_running() { "running" } else { "gone" };
-        all_running &= p.is_running();
-        println!("  {:<24} pid {:<8} {state}", p.name, p.pid);
-    }
-    let kubeconfig = dir.join("kubeconfig");
-    let client = testcluster::client_for_kubeconfig(&kubeconfig).await?;
-    let request = http::Request::get("/readyz").body(Vec::new())?;
-    let ready = tokio::time::timeout(
-        std::time::Duration::from_secs(10),
-        client.request_text(request),
-    )
-    .await;
-    match ready {
-        Ok(Ok(body)) if body.trim() == "ok" => {}
-        Ok(Ok(body)) => anyhow::bail!("kube-apiserver is not ready: {body}"),
-        Ok(Err(err)) => anyhow::bail!("kube-apiserver is not reachable: {err}"),
-        Err(_) => anyhow::bail!("kube-apiserver did not answer /readyz within 10s"),
-    }
-    let nodes: Api<Node> = Api::all(client);
-    let node_names: Vec<String> = nodes
-        .list(&ListParams::default())
-        .await?
-        .items
-        .into_iter()
-        .filter_map(|n| n.metadata.name)
-        .collect();
-    println!("kube-apiserver is ready; nodes: {node_names:?}");
-    print_exports(&kubeconfig);
-    if !all_running {
-        anyhow::bail!(
-            "some processes are gone; restart with `cargo xtask cluster down && cargo xtask cluster up`"
-        );
-    }
     Ok(())
 }

@@ -30,7 +30,7 @@ pub async fn prepare() -> Result<()> {
     println!(
         "==> 2/6 Control plane and kubectl: built with Go from the pinned modules into ~/.cache/sample-controller-rs (first time: 15-25 minutes on 2 cores)"
     );
-    crate::build(&[])?;
+    crate::cluster::build(&[])?;
     timings.push(("control plane and kubectl", t.elapsed()));
 
     let t = Instant::now();
