@@ -250,13 +250,15 @@ mod tests {
     fn the_cpu_time_of_a_process_grows_as_it_works() {
         let pid = std::process::id();
         let before = cpu_seconds(pid).expect("this process's CPU time");
-        let started = Instant::now();
-        let mut x: u64 = 1;
-        while started.elapsed() < Duration::from_millis(300) {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+        let (started, mut after, mut x) = (Instant::now(), before, 1u64);
+        // Work until the reading has grown by 0.1 s, however busy the
+        // machine is (a reading that never grows fails after 10 s).
+        while after - before < 0.1 && started.elapsed() < Duration::from_secs(10) {
+            for _ in 0..1_000_000 {
+                x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+            }
+            after = cpu_seconds(pid).expect("this process's CPU time");
         }
-        std::hint::black_box(x);
-        let after = cpu_seconds(pid).expect("this process's CPU time");
         assert!(after - before >= 0.1, "{before} s, then {after} s");
         assert_eq!(cpu_seconds(u32::MAX), None, "no such process");
     }
