@@ -67,7 +67,7 @@ mod tests {
 
     #[test]
     fn step_8s_committed_events_count_what_its_committed_flow_shows() {
-        let committed = crate::repo_root().join("book/src/outputs");
+        let committed = crate::workspace::repo_root().join("book/src/outputs");
         let events = std::fs::read_to_string(committed.join("step-8-events.txt")).unwrap();
         let flow = std::fs::read_to_string(committed.join("flow/step-8.jsonl")).unwrap();
         events_follow_the_flow(&events, &flow).unwrap();

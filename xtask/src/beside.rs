@@ -51,7 +51,7 @@ impl Beside {
 /// The Dockerfile's build of step 8, its output in `target/beside-musl.log`
 /// (cargo's lines would interleave with the tests' report).
 fn musl_step_8() -> Result<()> {
-    let root = crate::repo_root();
+    let root = crate::workspace::repo_root();
     let (cargo, binary) = testcluster::cargo::musl_step_8(&root);
     let log_path = root.join("target/beside-musl.log");
     let log =

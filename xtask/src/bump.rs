@@ -58,7 +58,7 @@ pub fn bump(args: BumpArgs) -> Result<()> {
         return Ok(());
     }
 
-    let root = crate::repo_root();
+    let root = crate::workspace::repo_root();
     let etcd_from = testcluster::binaries::ETCD_VERSION;
     println!("==> versions.toml");
     set_version(&root.join("versions.toml"), "kubernetes", &to.kubernetes)?;

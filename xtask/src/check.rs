@@ -15,7 +15,7 @@ use testcluster::checks::Target;
 use testcluster::steps::{self, Step};
 use testcluster::{ControlPlane, Options};
 
-use crate::repo_root;
+use crate::workspace::repo_root;
 
 /// Arguments of `cargo xtask check`.
 #[derive(clap::Args)]
@@ -120,9 +120,12 @@ fn parse_step(text: &str) -> Result<&'static Step> {
 /// round.
 fn build(step: &Step, reference: bool) -> Result<PathBuf> {
     let (cargo, bin) = match (reference, step.starter) {
-        (true, _) => (crate::cargo(&["build", "--bin", step.binary]), step.binary),
+        (true, _) => (
+            crate::workspace::cargo(&["build", "--bin", step.binary]),
+            step.binary,
+        ),
         (false, Some(starter)) => (
-            crate::cargo(&["build", "-p", "workshop", "--bin", starter.binary]),
+            crate::workspace::cargo(&["build", "-p", "workshop", "--bin", starter.binary]),
             starter.binary,
         ),
         (false, None) => bail!(
@@ -135,7 +138,7 @@ fn build(step: &Step, reference: bool) -> Result<PathBuf> {
     if !status.success() {
         bail!("{bin} does not compile yet: fix the errors above, then run the check again");
     }
-    Ok(crate::debug_dir().join(bin))
+    Ok(crate::workspace::debug_dir().join(bin))
 }
 
 /// The kubeconfig of the cluster `cargo xtask cluster up` started, if it is running.

@@ -82,7 +82,7 @@ pub async fn up(no_kwok: bool, api_server_only: bool) -> Result<()> {
     })
     .await?;
 
-    let crd = crate::repo_root().join("manifests/crd.yaml");
+    let crd = crate::workspace::repo_root().join("manifests/crd.yaml");
     if crd.is_file() {
         let client = cp.client().await?;
         match testcluster::install_crd(&client, &crd).await {

@@ -26,7 +26,7 @@ const NAMESPACE: &str = "sample-controller-demo";
 
 /// Runs the demo.
 pub async fn demo() -> Result<()> {
-    let root = crate::repo_root();
+    let root = crate::workspace::repo_root();
     // 1. A cluster: the learner's, or ours.
     let (client, kubeconfig, _own) = match existing_cluster().await {
         Some(client) => {
@@ -135,13 +135,13 @@ async fn run(
     kubectl: &Kubectl,
     kubeconfig: Option<&std::path::Path>,
 ) -> Result<()> {
-    let build = crate::cargo(&["build", "--bin", "step-8"]);
+    let build = crate::workspace::cargo(&["build", "--bin", "step-8"]);
     println!("==> Building step 8 ({build}), then starting it with --namespace {NAMESPACE}");
     let status = build.std().status().context("running cargo build")?;
     if !status.success() {
         bail!("{build} failed");
     }
-    let mut step = tokio::process::Command::new(crate::debug_dir().join("step-8"));
+    let mut step = tokio::process::Command::new(crate::workspace::debug_dir().join("step-8"));
     step.args(["--namespace", NAMESPACE])
         .kill_on_drop(true)
         .stdin(Stdio::null());

@@ -12,7 +12,7 @@ pub fn write(
     check: bool,
     make: impl Fn(&str) -> Result<String>,
 ) -> Result<Option<String>> {
-    let full = crate::repo_root().join(path);
+    let full = crate::workspace::repo_root().join(path);
     let committed = match std::fs::read_to_string(&full) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),

@@ -362,7 +362,7 @@ fn rel(root: &Path, file: &Path) -> String {
     let base = root.parent().and_then(Path::parent).unwrap_or(root);
     match file.strip_prefix(base) {
         Ok(inside) => inside.display().to_string(),
-        Err(_) => crate::rel(file),
+        Err(_) => crate::workspace::rel(file),
     }
 }
 
@@ -374,7 +374,7 @@ mod tests {
     /// where its package's build script wrote its files, if it has one.
     fn crate_roots() -> Vec<(PathBuf, Option<PathBuf>)> {
         let mut roots: Vec<(PathBuf, Option<PathBuf>)> =
-            crate::workspace_packages(&crate::repo_root())
+            crate::workspace::packages(&crate::workspace::repo_root())
                 .unwrap()
                 .iter()
                 .flat_map(|package| {
@@ -419,7 +419,7 @@ mod tests {
         // The crates are read through their modules, not just their roots,
         // and through the modules their build scripts declare.
         let read = |package: &str, root: &str| -> Vec<PathBuf> {
-            let root = crate::repo_root().join(root);
+            let root = crate::workspace::repo_root().join(root);
             files(&root, Some(&out_dir(package)))
                 .unwrap()
                 .into_iter()
@@ -428,7 +428,7 @@ mod tests {
         };
         let xtask = read("xtask", "xtask/src/main.rs");
         assert!(xtask.len() > 40, "{} files of xtask", xtask.len());
-        let step8 = crate::repo_root().join("steps/step-8");
+        let step8 = crate::workspace::repo_root().join("steps/step-8");
         for (files, name) in [
             (&xtask, "starter.rs"),
             (&xtask, "capture.rs"),

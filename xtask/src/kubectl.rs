@@ -94,7 +94,7 @@ impl Kubectl {
             command.env("KUBECACHEDIR", dir);
         }
         let out = command
-            .current_dir(crate::repo_root())
+            .current_dir(crate::workspace::repo_root())
             .stdin(Stdio::null())
             .output()
             .await

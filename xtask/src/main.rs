@@ -54,11 +54,12 @@ mod suites;
 mod timeline;
 mod watch;
 mod workshop;
+mod workspace;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::{Parser, Subcommand};
 use testcluster::Binary;
 
@@ -235,68 +236,4 @@ fn exit_code(result: Result<ExitCode>) -> ExitCode {
         eprintln!("error: {err:#}");
         ExitCode::FAILURE
     })
-}
-
-/// `cargo ARGS` in the repository, as the user's own shell would run it
-/// (none of the variables `cargo xtask` got for xtask itself: see
-/// `testcluster::cargo`), so that it shares their builds.
-fn cargo(args: &[&str]) -> testcluster::cargo::Cargo {
-    testcluster::cargo::command(&repo_root(), args)
-}
-
-/// The repository root (parent of `xtask/`).
-fn repo_root() -> PathBuf {
-    let xtask_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
-    xtask_dir.parent().unwrap_or(xtask_dir).to_path_buf()
-}
-
-/// The workspace's own packages, as `cargo metadata --no-deps` lists them
-/// from `root`.
-fn workspace_packages(root: &Path) -> Result<Vec<cargo_metadata::Package>> {
-    let metadata = cargo_metadata::MetadataCommand::new()
-        .current_dir(root)
-        .no_deps()
-        .exec()
-        .context("cargo metadata")?;
-    Ok(metadata.workspace_packages().into_iter().cloned().collect())
-}
-
-/// `path` relative to the repository (as it is, if outside it).
-fn rel(path: &Path) -> String {
-    let root = repo_root();
-    path.strip_prefix(&root)
-        .unwrap_or(path)
-        .display()
-        .to_string()
-}
-
-/// Cargo's target directory: `CARGO_TARGET_DIR` (relative to the
-/// repository when relative), else `target/` in the repository.
-fn target_dir() -> PathBuf {
-    match std::env::var_os("CARGO_TARGET_DIR") {
-        Some(dir) => {
-            let dir = PathBuf::from(dir);
-            if dir.is_absolute() {
-                dir
-            } else {
-                repo_root().join(dir)
-            }
-        }
-        None => repo_root().join("target"),
-    }
-}
-
-/// Where `cargo build` puts the dev profile's binaries (and `examples/`).
-fn debug_dir() -> PathBuf {
-    target_dir().join("debug")
-}
-
-/// Runs `command`; an error naming it if it cannot start or fails.
-pub(crate) fn run_tool(command: &mut std::process::Command) -> Result<()> {
-    let shown = format!("{command:?}");
-    let status = command
-        .status()
-        .with_context(|| format!("running {shown}"))?;
-    anyhow::ensure!(status.success(), "{shown} failed ({status})");
-    Ok(())
 }

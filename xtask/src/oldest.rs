@@ -32,7 +32,7 @@ pub fn oldest() -> Result<()> {
         "==> kube-apiserver, kube-controller-manager and kube-scheduler {} (built once into the cache)",
         release.kubernetes
     );
-    let mut command = crate::cargo(&["test", "--test", "steps"]).std();
+    let mut command = crate::workspace::cargo(&["test", "--test", "steps"]).std();
     for (binary, path) in servers(&release)? {
         println!("{:<24} {}", binary.name(), path.display());
         command.env(binary.env_var(), path);
@@ -57,7 +57,7 @@ pub fn oldest() -> Result<()> {
 /// The oldest release's servers, each built into the cache unless it is
 /// there already (`cargo xtask test` builds them beside its tests).
 pub fn servers(release: &Release) -> Result<Vec<(Binary, std::path::PathBuf)>> {
-    let module = crate::repo_root().join("target/oldest-kubernetes");
+    let module = crate::workspace::repo_root().join("target/oldest-kubernetes");
     let mut written = false;
     let mut paths = Vec::new();
     for binary in SERVERS {

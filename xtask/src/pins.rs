@@ -46,14 +46,18 @@ mod tests {
 
     #[test]
     fn every_crate_two_packages_use_is_pinned_once_in_the_workspace() {
-        let manifests: Vec<(String, String)> = crate::workspace_packages(&crate::repo_root())
-            .unwrap()
-            .iter()
-            .map(|package| {
-                let path = package.manifest_path.as_std_path();
-                (crate::rel(path), std::fs::read_to_string(path).unwrap())
-            })
-            .collect();
+        let manifests: Vec<(String, String)> =
+            crate::workspace::packages(&crate::workspace::repo_root())
+                .unwrap()
+                .iter()
+                .map(|package| {
+                    let path = package.manifest_path.as_std_path();
+                    (
+                        crate::workspace::rel(path),
+                        std::fs::read_to_string(path).unwrap(),
+                    )
+                })
+                .collect();
         assert!(manifests.len() > 8, "{} manifests", manifests.len());
         assert_eq!(pinned_twice(&manifests).unwrap(), Vec::<String>::new());
     }

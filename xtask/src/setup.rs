@@ -21,7 +21,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail, ensure};
 
-use crate::run_tool as run;
+use crate::workspace::run_tool as run;
 
 /// A tool the book is built or checked with, pinned.
 #[derive(Clone, Copy, Debug)]
@@ -316,7 +316,8 @@ pub fn ensure_test_prerequisites() -> Result<()> {
             names.join(", ")
         );
         for tool in &wanted {
-            let cargo = testcluster::cargo::command(&crate::repo_root(), &tool.install_args());
+            let cargo =
+                testcluster::cargo::command(&crate::workspace::repo_root(), &tool.install_args());
             println!("    $ {cargo}");
             run(&mut cargo.std())?;
             let found = installed_version(tool);

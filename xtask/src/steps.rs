@@ -139,7 +139,7 @@ mod tests {
     use super::*;
 
     fn committed(path: &str) -> String {
-        std::fs::read_to_string(crate::repo_root().join(path)).unwrap()
+        std::fs::read_to_string(crate::workspace::repo_root().join(path)).unwrap()
     }
 
     #[test]

@@ -6,7 +6,8 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 
-use crate::{beside, book, cargo, cluster, lanes, oldest, setup};
+use crate::workspace::{cargo, repo_root};
+use crate::{beside, book, cluster, lanes, oldest, setup};
 
 /// The README's test command: what a fresh machine lacks (system packages,
 /// the musl target, the book's tools; see `setup`), the control-plane
@@ -95,7 +96,7 @@ pub fn faults() -> Result<()> {
 
 /// Where each fault test writes its summary line (tests/support `report`).
 fn fault_report_dir() -> PathBuf {
-    crate::repo_root().join("target").join("fault-report")
+    repo_root().join("target").join("fault-report")
 }
 
 /// Removes the summary lines of an earlier run.

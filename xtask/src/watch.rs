@@ -96,7 +96,7 @@ fn drawn_step(text: &str) -> Result<&'static testcluster::steps::Step> {
 /// Runs the command until Ctrl-C.
 pub async fn watch(args: WatchArgs) -> Result<()> {
     let step = drawn_step(&args.step)?;
-    let root = crate::repo_root();
+    let root = crate::workspace::repo_root();
     // The port first: a second `cargo xtask watch` fails at once, not after a build.
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", args.port))
         .await
@@ -127,7 +127,7 @@ pub async fn watch(args: WatchArgs) -> Result<()> {
     testcluster::install_crd(&client, root.join("manifests/crd.yaml")).await?;
 
     println!("==> Building {}", step.binary);
-    let build = crate::cargo(&["build", "--bin", step.binary]);
+    let build = crate::workspace::cargo(&["build", "--bin", step.binary]);
     if !build
         .std()
         .status()
@@ -143,7 +143,7 @@ pub async fn watch(args: WatchArgs) -> Result<()> {
     std::fs::create_dir_all(log.parent().unwrap_or(&root))?;
     std::fs::write(&log, "").with_context(|| format!("emptying {}", log.display()))?;
 
-    let mut command = tokio::process::Command::new(crate::debug_dir().join(step.binary));
+    let mut command = tokio::process::Command::new(crate::workspace::debug_dir().join(step.binary));
     command
         .env(sample_controller::telemetry::JSON_LOG, &log)
         .stdin(Stdio::null())
@@ -408,7 +408,7 @@ mod tests {
         use kube::api::{Api, PostParams};
         use sample_controller::{Foo, FooSpec};
 
-        let root = crate::repo_root();
+        let root = crate::workspace::repo_root();
         let cp = testcluster::shared().await.unwrap();
         let client = cp.client().await.unwrap();
         testcluster::install_crd(&client, root.join("manifests/crd.yaml"))
@@ -416,14 +416,14 @@ mod tests {
             .unwrap();
         let ns = format!("watch-{}", std::process::id());
         testcluster::create_namespace(&client, &ns).await.unwrap();
-        let build = crate::cargo(&["build", "--bin", "step-7"]);
+        let build = crate::workspace::cargo(&["build", "--bin", "step-7"]);
         assert!(build.std().status().unwrap().success(), "{build}");
 
         let dir = root.join("target/watch-test");
         std::fs::create_dir_all(&dir).unwrap();
         let log = dir.join(format!("step-7-{}.log.jsonl", std::process::id()));
         std::fs::write(&log, "").unwrap();
-        let mut step = tokio::process::Command::new(crate::debug_dir().join("step-7"))
+        let mut step = tokio::process::Command::new(crate::workspace::debug_dir().join("step-7"))
             .arg("--kubeconfig")
             .arg(cp.kubeconfig_path())
             .args(["--namespace", &ns])

@@ -38,7 +38,7 @@ use serde::Deserialize;
 
 use super::book_dir;
 use crate::html::{select, text};
-use crate::rel;
+use crate::workspace::rel;
 
 /// mdbook-i18n-helpers' renderer that extracts the English messages; the
 /// book's own preprocessor does not run for it (preprocess/mod.rs).
@@ -524,7 +524,7 @@ fn run_gettext(command: &mut Command) -> Result<()> {
              `dnf install gettext` (Fedora), `brew install gettext` (macOS)"
         );
     }
-    crate::run_tool(command)
+    crate::workspace::run_tool(command)
 }
 
 /// Renders each edition into `book/book/LANG` (after the English, whose
@@ -534,7 +534,7 @@ pub fn build_editions(book: &Path) -> Result<()> {
     for lang in EDITIONS {
         let dest = book.join("book").join(lang);
         let config = edition_config(lang)?;
-        crate::run_tool(
+        crate::workspace::run_tool(
             Command::new("mdbook")
                 .arg("build")
                 .arg(book)
@@ -803,7 +803,7 @@ mod tests {
             )
             .unwrap();
             let out = root.join("out");
-            crate::run_tool(
+            crate::workspace::run_tool(
                 Command::new("mdbook")
                     .arg("build")
                     .arg(root)

@@ -97,12 +97,12 @@ pub async fn run(command: BookCommand) -> Result<()> {
 fn build() -> Result<()> {
     let book = book_dir();
     // Regenerates mermaid.min.js and mermaid-init.js (gitignored build tooling).
-    crate::run_tool(Command::new("mdbook-mermaid").arg("install").arg(&book))?;
-    crate::run_tool(Command::new("mdbook").arg("build").arg(&book))?;
+    crate::workspace::run_tool(Command::new("mdbook-mermaid").arg("install").arg(&book))?;
+    crate::workspace::run_tool(Command::new("mdbook").arg("build").arg(&book))?;
     println!("Built {}", book.join("book/index.html").display());
     i18n::build_editions(&book)
 }
 
 pub(super) fn book_dir() -> PathBuf {
-    crate::repo_root().join("book")
+    crate::workspace::repo_root().join("book")
 }

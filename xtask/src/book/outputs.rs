@@ -11,13 +11,13 @@ use anyhow::{Context, Result, ensure};
 use testcluster::{ControlPlane, Options};
 
 use crate::kubectl::Kubectl;
-use crate::run_tool;
+use crate::workspace::run_tool;
 
 use super::book_dir;
 use super::capture::*;
 use super::recordings;
 use super::scenarios::*;
-use crate::rel;
+use crate::workspace::rel;
 
 /// The captures of pages other than the steps' chapters.
 const OTHER_OUTPUT_FILES: &[&str] = &[
@@ -60,8 +60,8 @@ pub(super) async fn outputs(only: &[String], check: bool) -> Result<()> {
     }
     let wanted = |name: &str| only.is_empty() || only.iter().any(|o| o == name);
     let started = std::time::Instant::now();
-    let root = crate::repo_root();
-    let build = crate::cargo(&["build", "--bins", "--examples"]);
+    let root = crate::workspace::repo_root();
+    let build = crate::workspace::cargo(&["build", "--bins", "--examples"]);
     println!("==> {build}");
     run_tool(&mut build.std())?;
     let committed = book_dir().join("src/outputs");
@@ -101,15 +101,16 @@ pub(super) async fn outputs(only: &[String], check: bool) -> Result<()> {
         kubeconfig: cp.kubeconfig_path().to_path_buf(),
         server: cp.server_url().to_string(),
         client: client.clone(),
-        bin: crate::debug_dir(),
+        bin: crate::workspace::debug_dir(),
         kubectl,
     };
 
     // The exercise solutions that need no cluster.
     if wanted("example-step4-backoff.txt") {
-        let backoff = Command::new(crate::debug_dir().join("examples/step4_backoff_table"))
-            .output()
-            .context("running examples/step4_backoff_table")?;
+        let backoff =
+            Command::new(crate::workspace::debug_dir().join("examples/step4_backoff_table"))
+                .output()
+                .context("running examples/step4_backoff_table")?;
         ensure!(backoff.status.success(), "step4_backoff_table failed");
         let mut lines = vec!["$ cargo run --example step4_backoff_table".to_string()];
         lines.extend(

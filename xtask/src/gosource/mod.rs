@@ -54,7 +54,7 @@ mod scan;
 mod selector;
 
 use crate::markdown::{code_blocks, line_of};
-use crate::rel;
+use crate::workspace::rel;
 use links::Release;
 use markdown::{Directive, directives};
 use modcache::go_file;
@@ -183,7 +183,7 @@ pub fn check(pages: &BTreeMap<PathBuf, String>) -> Result<Vec<String>> {
 /// `releases`: fetched into Go's module cache now, so that a module the proxy does not serve stops a command
 /// once, before it compares or changes anything, naming that module.
 pub fn require_modules(releases: &[&Release]) -> Result<()> {
-    let src = crate::repo_root().join("book/src");
+    let src = crate::workspace::repo_root().join("book/src");
     let mut modules = std::collections::BTreeSet::new();
     for release in releases {
         modules.insert((GO_MODULE.to_string(), release.staging.clone()));
@@ -215,7 +215,7 @@ pub fn require_modules(releases: &[&Release]) -> Result<()> {
 /// whose Go source differs between two releases: what a person re-reads
 /// after a bump. Each entry is `page:line: what, and how it changed`.
 pub fn changed_passages(from: &Release, to: &Release) -> Result<Vec<String>> {
-    let src = crate::repo_root().join("book/src");
+    let src = crate::workspace::repo_root().join("book/src");
     let mut pages: Vec<PathBuf> = std::fs::read_dir(&src)?
         .flatten()
         .map(|e| e.path())

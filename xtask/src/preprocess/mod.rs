@@ -50,7 +50,7 @@ pub fn preprocess(command: Option<PreprocessCommand>) -> Result<()> {
     let (context, mut book) = mdbook_preprocessor::parse_input(std::io::stdin().lock())
         .context("parsing mdBook's [context, book] JSON")?;
     let language = context.config.book.language.clone();
-    let src = crate::repo_root().join("book/src");
+    let src = crate::workspace::repo_root().join("book/src");
     let mut failed = None;
     book.for_each_chapter_mut(|chapter| {
         if failed.is_some() {

@@ -96,7 +96,7 @@ pub enum Piece {
 
 /// The repository root.
 fn root() -> PathBuf {
-    crate::repo_root()
+    crate::workspace::repo_root()
 }
 
 /// The starter's file, from the repository root.

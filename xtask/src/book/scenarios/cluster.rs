@@ -379,7 +379,7 @@ pub(in crate::book) async fn leader_lost(env: &Env) -> Result<Vec<String>> {
 /// would make ring's build script, and all that depends on it, build again.
 pub(in crate::book) async fn musl_binary() -> Result<Vec<String>> {
     const TARGET: &str = "x86_64-unknown-linux-musl";
-    let root = crate::repo_root();
+    let root = crate::workspace::repo_root();
     let build = [
         "build",
         "--release",
@@ -393,7 +393,7 @@ pub(in crate::book) async fn musl_binary() -> Result<Vec<String>> {
     if root.join(&binary).is_file() {
         println!("==> {binary} exists (built by tests/image.rs): not building it again");
     } else {
-        let cargo = crate::cargo(&build).env("CARGO_TARGET_DIR", "target/musl");
+        let cargo = crate::workspace::cargo(&build).env("CARGO_TARGET_DIR", "target/musl");
         println!("==> {cargo}");
         let status = cargo
             .tokio()

@@ -306,7 +306,7 @@ mod tests {
 
     #[test]
     fn watched_nginx_is_what_step_5_would_create() {
-        let path = crate::repo_root().join("manifests/watched-nginx.yaml");
+        let path = crate::workspace::repo_root().join("manifests/watched-nginx.yaml");
         let text = std::fs::read_to_string(path).expect("read manifests/watched-nginx.yaml");
         let manifest: Deployment =
             serde_saphyr::from_str(&text.replace("FOO_UID", "0123")).expect("a Deployment");

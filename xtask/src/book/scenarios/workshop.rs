@@ -17,7 +17,7 @@ pub(in crate::book) async fn xtask_check(
 ) -> Result<Vec<String>> {
     let line = format!("cargo xtask check {args} --kubeconfig \"$KUBECONFIG\"");
     let printed = env.shell_expecting(&line, status).await?;
-    let root = format!("{}/", crate::repo_root().display());
+    let root = format!("{}/", crate::workspace::repo_root().display());
     let mut lines = vec![format!("$ {line}")];
     lines.extend(
         printed
