@@ -37,40 +37,29 @@ struct File {
 /// build script wrote the files it includes, if it has one.
 pub fn circles(root: &Path, out_dir: Option<&Path>) -> Result<Vec<String>> {
     let files = files(root, out_dir)?;
-    let known: BTreeMap<&ModPath, &File> = files.iter().map(|f| (&f.module, f)).collect();
     // Level (a module) → its children → the children they name, with why.
     let mut levels: BTreeMap<ModPath, BTreeMap<String, BTreeMap<String, String>>> = BTreeMap::new();
-    for file in &files {
-        for (here, raw) in &file.named {
-            let Some(full) = resolve(file, here, raw) else {
-                continue;
-            };
-            // The longest prefix of the path that is a module of the crate.
-            let Some(target) = (0..=full.len())
-                .rev()
-                .map(|n| full[..n].to_vec())
-                .find(|m| known.contains_key(m))
-            else {
-                continue;
-            };
-            let common = file
-                .module
-                .iter()
-                .zip(&target)
-                .take_while(|(a, b)| a == b)
-                .count();
-            if common == file.module.len() || common == target.len() {
-                continue;
-            }
-            let why = format!("{} names {}", rel(root, &file.path), raw.join("::"));
-            levels
-                .entry(target[..common].to_vec())
-                .or_default()
-                .entry(file.module[common].clone())
-                .or_default()
-                .entry(target[common].clone())
-                .or_insert(why);
+    for Named {
+        file, raw, target, ..
+    } in named(&files)
+    {
+        let common = file
+            .module
+            .iter()
+            .zip(&target)
+            .take_while(|(a, b)| a == b)
+            .count();
+        if common == file.module.len() || common == target.len() {
+            continue;
         }
+        let why = format!("{} names {}", rel(root, &file.path), raw.join("::"));
+        levels
+            .entry(target[..common].to_vec())
+            .or_default()
+            .entry(file.module[common].clone())
+            .or_default()
+            .entry(target[common].clone())
+            .or_insert(why);
     }
     let mut found = Vec::new();
     for graph in levels.values() {
@@ -91,6 +80,57 @@ pub fn circles(root: &Path, out_dir: Option<&Path>) -> Result<Vec<String>> {
         }
     }
     Ok(found)
+}
+
+/// Every item of the crate's root module that another module names, as `FILE
+/// names PATH`: of a binary such as xtask, whose `main.rs` is its command
+/// line alone, none.
+pub fn root_items_named(root: &Path, out_dir: Option<&Path>) -> Result<Vec<String>> {
+    let files = files(root, out_dir)?;
+    let found = named(&files)
+        .into_iter()
+        .filter(|n| !n.file.module.is_empty() && n.target.is_empty() && !n.full.is_empty());
+    Ok(found
+        .map(|n| format!("{} names {}", rel(root, &n.file.path), n.raw.join("::")))
+        .collect())
+}
+
+/// A path a file names into its own crate.
+struct Named<'a> {
+    file: &'a File,
+    /// As written (`super::b::x`).
+    raw: &'a [String],
+    /// From the crate's root (`["a", "b", "x"]`).
+    full: ModPath,
+    /// The module it names: the longest prefix of `full` that is one.
+    target: ModPath,
+}
+
+/// Every path of `files` that names something in their crate.
+fn named(files: &[File]) -> Vec<Named<'_>> {
+    let known: BTreeSet<&ModPath> = files.iter().map(|f| &f.module).collect();
+    let mut found = Vec::new();
+    for file in files {
+        for (here, raw) in &file.named {
+            let Some(full) = resolve(file, here, raw) else {
+                continue;
+            };
+            let Some(target) = (0..=full.len())
+                .rev()
+                .map(|n| full[..n].to_vec())
+                .find(|m| known.contains(m))
+            else {
+                continue;
+            };
+            found.push(Named {
+                file,
+                raw,
+                full,
+                target,
+            });
+        }
+    }
+    found
 }
 
 /// The shortest circle from `start` back to it, if any: `[start, …, start]`.
@@ -443,21 +483,65 @@ mod tests {
         }
     }
 
+    #[test]
+    fn no_module_of_xtask_names_its_command_line() {
+        let main = crate::workspace::repo_root().join("xtask/src/main.rs");
+        let named = root_items_named(&main, Some(&out_dir("xtask"))).unwrap();
+        assert!(
+            named.is_empty(),
+            "main.rs is the command line: move what these name into workspace.rs, or the \
+             module whose job it is:\n{}",
+            named.join("\n")
+        );
+    }
+
     /// A crate made of `files` (path, source, `$TMP` for the directory's
     /// path) in a scratch directory, its build script's output in `out/`,
-    /// and its circles.
-    fn circles_of(files: &[(&str, &str)]) -> Vec<String> {
+    /// and what `analysis` finds in it.
+    fn analysed(
+        files: &[(&str, &str)],
+        analysis: fn(&Path, Option<&Path>) -> Result<Vec<String>>,
+    ) -> Vec<String> {
         let dir = tempfile::tempdir().unwrap();
         for (path, source) in files {
             let path = dir.path().join(path);
             std::fs::create_dir_all(path.parent().unwrap()).unwrap();
             std::fs::write(path, source.replace("$TMP", &dir.path().to_string_lossy())).unwrap();
         }
-        circles(
+        analysis(
             &dir.path().join("src/lib.rs"),
             Some(&dir.path().join("out")),
         )
         .unwrap()
+    }
+
+    fn circles_of(files: &[(&str, &str)]) -> Vec<String> {
+        analysed(files, circles)
+    }
+
+    #[test]
+    fn a_module_naming_an_item_of_the_root_is_named_and_the_roots_own_tests_are_not() {
+        let found = analysed(
+            &[
+                (
+                    "src/lib.rs",
+                    "mod a;\npub fn helper() {}\n#[cfg(test)]\nmod tests { use super::helper; }\n",
+                ),
+                (
+                    "src/a.rs",
+                    "mod b;\npub fn x() { crate::helper(); b::y() }\n",
+                ),
+                ("src/a/b.rs", "pub fn y() { super::super::helper() }\n"),
+            ],
+            root_items_named,
+        );
+        assert_eq!(
+            found,
+            [
+                "src/a.rs names crate::helper",
+                "src/a/b.rs names super::super::helper"
+            ]
+        );
     }
 
     #[test]
