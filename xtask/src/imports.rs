@@ -13,6 +13,9 @@
 //! `a` names a path into `b` (`crate::b::…`, `super::b::…`, a `use` tree).
 //! A module naming its own ancestors (`super::helper`) or its own children
 //! is how Rust modules are built, and no edge.
+//!
+//! The same paths show whether a module names an item of the crate's root:
+//! xtask's root, `main.rs`, is its command line alone, and none may.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::{Path, PathBuf};
