@@ -20,9 +20,13 @@
 //!   whole top-level declarations with their comments; `syncHandler/Get`,
 //!   the statement inside `syncHandler` whose first line uses `Get` (with
 //!   its comment, through its closing line); `main/NewSharedInformerFactory..Start`,
-//!   the statements from one through the other; `Name@2` for the second
-//!   statement that uses `Name`; `Name+1` for the statement after it (in
-//!   `A..B`, B is counted from A's statement on);
+//!   the statements from one through the other, in one block; `Name@2` for
+//!   the second statement that uses `Name`; `Name+1` for the statement after
+//!   it (in `A..B`, B is counted from A's statement on). A statement is what
+//!   the Go parser holds in a list and begins a line: a statement of a
+//!   block, an element of a composite literal, a case, a spec of a grouped
+//!   declaration, a field, or a call's argument when they stand one a line
+//!   ([`super::scan::Statement`]);
 //! * in any other file: `replicas:`, the first line containing that text and
 //!   the lines below it indented deeper (a YAML key with its value, a shell
 //!   command with its continuation lines); `A..B` from one through the other.
