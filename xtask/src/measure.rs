@@ -201,7 +201,7 @@ pub(crate) fn diff(
         .collect()
 }
 
-/// A memory figure of a process from /proc/<pid>/status, in KiB: `VmHWM`
+/// A memory figure of a process from `/proc/<pid>/status`, in KiB: `VmHWM`
 /// (peak resident set size), `RssAnon`, `RssFile`.
 pub(crate) fn status_kib(pid: u32, field: &str) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;

@@ -249,7 +249,7 @@ impl CheckScenario {
 /// at once, each in a namespace of its own. An `Err` means the check could
 /// not run (the CRD missing); a failing program is a failing [`Report`].
 /// First it deletes what earlier checks from this machine left behind (their
-/// process gone, their namespaces not kept: [`sweep`]); at the end it
+/// process gone, their namespaces not kept); at the end it
 /// deletes the namespaces it created, unless [`Target::keep`] says to keep
 /// them.
 pub async fn check_scenarios(
@@ -293,7 +293,7 @@ pub async fn check_scenarios(
 }
 
 /// The label every namespace a check creates carries: the machine and the
-/// process that created it (`HOST.PID`), for the next check's [`sweep`].
+/// process that created it (`HOST.PID`), for the next check to sweep.
 pub const CHECK_LABEL: &str = "checks.sample-controller-rs.dev/by";
 /// The label of a namespace kept on purpose (`--keep`): never swept.
 pub const KEPT_LABEL: &str = "checks.sample-controller-rs.dev/kept";

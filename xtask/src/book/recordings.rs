@@ -179,7 +179,7 @@ pub(super) fn record(out: &Path, name: &str, ns: &str) -> Result<()> {
 
 /// How many times a `kubectl get events` capture with a COUNT column (TYPE
 /// REASON REGARDING ACTION COUNT NOTE) counts Events of `type_` and `reason`
-/// about `name`. An Event recorded once has no series: its COUNT is <none>.
+/// about `name`. An Event recorded once has no series: its COUNT is `<none>`.
 pub(super) fn events_counted(events: &str, type_: &str, reason: &str, name: &str) -> usize {
     events
         .lines()

@@ -287,7 +287,7 @@ fn events_command(ns: &str) -> String {
 }
 
 /// Step 6 as a ServiceAccount that RBAC grants nothing: the preflight message
-/// of steps 1–7, which exit (step 8 warns instead: [`rbac_warnings`]).
+/// of steps 1–7, which exit (step 8 warns instead: [`super::cluster::rbac_warnings`]).
 pub(in crate::book) async fn rbac_forbidden(env: &Env) -> Result<Vec<String>> {
     let ns = "book-rbac";
     let (path, setup) = no_rbac_setup(env, ns).await?;
