@@ -263,18 +263,20 @@ fn crate_seconds(html: &str) -> Result<BTreeMap<String, f64>> {
         + html[start..]
             .find(";\n")
             .context("UNIT_DATA in cargo's timing report does not end")?;
-    let units: Vec<serde_json::Value> =
-        serde_json::from_str(&html[start..end]).context("parsing UNIT_DATA")?;
+    /// A unit of the report: its crate, and how long it took.
+    #[derive(serde::Deserialize)]
+    struct Unit {
+        name: String,
+        version: String,
+        duration: f64,
+    }
+    let units: Vec<Unit> = serde_json::from_str(&html[start..end])
+        .context("parsing UNIT_DATA: each unit should have a name, a version and a duration")?;
     let mut crates = BTreeMap::new();
     for unit in units {
-        let (Some(name), Some(version), Some(duration)) = (
-            unit["name"].as_str(),
-            unit["version"].as_str(),
-            unit["duration"].as_f64(),
-        ) else {
-            bail!("a unit in cargo's timing report without name, version or duration: {unit}");
-        };
-        *crates.entry(format!("{name} v{version}")).or_insert(0.0) += duration;
+        *crates
+            .entry(format!("{} v{}", unit.name, unit.version))
+            .or_insert(0.0) += unit.duration;
     }
     Ok(crates)
 }
@@ -761,6 +763,12 @@ mod tests {
     fn a_timing_report_without_unit_data_is_an_error_not_an_empty_table() {
         let err = crate_seconds("<html></html>").unwrap_err();
         assert!(err.to_string().contains("UNIT_DATA"), "{err}");
+        let unit = "const UNIT_DATA = [{\"name\":\"serde\",\"version\":\"1.0.0\"}];\n";
+        let err = crate_seconds(unit).unwrap_err();
+        assert!(
+            format!("{err:#}").contains("missing field `duration`"),
+            "{err:#}"
+        );
     }
 
     #[test]
