@@ -416,27 +416,11 @@ pub fn kwok_stages() -> Result<String> {
         });
     }
     let module = format!("sigs.k8s.io/kwok@{KWOK_VERSION}");
-    let out = Command::new("go")
-        .current_dir(controlplane_dir().join("kwok"))
-        .args(["mod", "download", "-json", &module])
-        .stdin(Stdio::null())
-        .output()
+    let dir = go_mod_download(&module, &controlplane_dir().join("kwok"))
         .with_context(|| {
-            format!("kwok's stage files come from the Go module {module}: running `go mod download` (or set TEST_ASSET_KWOK_STAGES)")
-        })?;
-    if !out.status.success() {
-        bail!(
-            "go mod download {module} failed: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
-    let info: serde_json::Value =
-        serde_json::from_slice(&out.stdout).context("go mod download -json output")?;
-    let dir = PathBuf::from(
-        info["Dir"]
-            .as_str()
-            .ok_or_else(|| anyhow::anyhow!("no Dir for {module}"))?,
-    );
+            format!("kwok's stage files come from the Go module {module} (or set TEST_ASSET_KWOK_STAGES)")
+        })?
+        .dir;
     let files = [
         "kustomize/stage/node/fast/node-initialize.yaml",
         "kustomize/stage/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml",
@@ -454,6 +438,48 @@ pub fn kwok_stages() -> Result<String> {
         stages.push('\n');
     }
     Ok(stages)
+}
+
+/// A module in Go's module cache, as `go mod download -json` names it.
+#[derive(Debug, serde::Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct GoModule {
+    /// Its source, unpacked.
+    pub dir: PathBuf,
+    /// Its `go.mod`.
+    pub go_mod: PathBuf,
+}
+
+/// `go mod download -json MODULE@VERSION`, run in `dir`: the module put in
+/// Go's module cache (if it is not there yet), and where. An error says
+/// what Go said.
+pub fn go_mod_download(module: &str, dir: &Path) -> Result<GoModule> {
+    /// What Go prints: the module, or an error.
+    #[derive(serde::Deserialize)]
+    #[serde(rename_all = "PascalCase")]
+    struct Said {
+        dir: Option<PathBuf>,
+        go_mod: Option<PathBuf>,
+        error: Option<String>,
+    }
+    let shown = format!("`go mod download -json {module}`");
+    let output = Command::new("go")
+        .args(["mod", "download", "-json", module])
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .output()
+        .with_context(|| format!("running {shown} (is Go on the PATH?)"))?;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let said: Said = serde_json::from_slice(&output.stdout)
+        .with_context(|| format!("{shown} printed no JSON: {}", stderr.trim()))?;
+    if let Some(error) = said.error {
+        bail!("{shown}: {error}");
+    }
+    match (output.status.success(), said.dir, said.go_mod) {
+        (true, Some(dir), Some(go_mod)) => Ok(GoModule { dir, go_mod }),
+        (true, ..) => bail!("{shown} named no Dir and GoMod"),
+        (false, ..) => bail!("{shown} failed ({}): {}", output.status, stderr.trim()),
+    }
 }
 
 #[cfg(test)]

@@ -14,9 +14,8 @@
 use std::path::Path;
 use std::process::Command;
 
-use anyhow::{Context, Result, bail, ensure};
+use anyhow::{Context, Result, ensure};
 use clap::Args;
-use serde_json::Value;
 
 use crate::gosource::changed_passages;
 use crate::gosource::links::Release;
@@ -267,22 +266,9 @@ fn move_openapi_feature(manifest: &str, old: &str, new: &str) -> Result<String> 
 /// `go mod tidy`.
 pub(crate) fn kubernetes_module(dir: &Path, release: &Release) -> Result<()> {
     let module = format!("k8s.io/kubernetes@{}", release.kubernetes);
-    let output = Command::new("go")
-        .args(["mod", "download", "-json", &module])
-        .current_dir(std::env::temp_dir())
-        .env("GOFLAGS", "-mod=mod")
-        .output()
-        .with_context(|| format!("running go mod download -json {module}"))?;
-    let info: Value = serde_json::from_slice(&output.stdout)
-        .with_context(|| format!("go mod download -json {module} printed no JSON"))?;
-    if let Some(error) = info.get("Error").and_then(Value::as_str) {
-        bail!("go mod download -json {module}: {error}");
-    }
-    let go_mod = info
-        .get("GoMod")
-        .and_then(Value::as_str)
-        .context("go mod download gave no GoMod")?;
-    let upstream = std::fs::read_to_string(go_mod)?;
+    let go_mod = testcluster::binaries::go_mod_download(&module, &std::env::temp_dir())?.go_mod;
+    let upstream = std::fs::read_to_string(&go_mod)
+        .with_context(|| format!("reading {}", go_mod.display()))?;
     let staging = staging_modules(&upstream);
     ensure!(
         !staging.is_empty(),

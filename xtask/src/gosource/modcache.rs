@@ -2,11 +2,9 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use anyhow::{Context, Result, bail, ensure};
-use serde_json::Value;
+use anyhow::{Context, Result, ensure};
 
 use super::scan::GoFile;
 use super::{GO_MODULE, tag};
@@ -47,38 +45,14 @@ pub(super) fn find_module_dir(module: &str) -> Result<PathBuf> {
         .prefix("book-gosource-")
         .tempdir()
         .context("creating a scratch directory")?;
-    let output = Command::new("go")
-        .args(["mod", "download", "-json", module])
-        .env("GOFLAGS", "-mod=mod")
-        .current_dir(scratch.path())
-        .stdin(Stdio::null())
-        .output();
+    let downloaded = testcluster::binaries::go_mod_download(module, scratch.path());
     drop(scratch);
-    let output = output.with_context(|| {
-        format!(
-            "running `go mod download -json {module}`: the book's Go excerpts and links \
-             read the Go source from Go's module cache (Go ≥ 1.26 on the PATH)"
-        )
-    })?;
-    let info: Value = serde_json::from_slice(&output.stdout).with_context(|| {
-        format!(
-            "`go mod download -json {module}` printed no JSON: {}",
-            String::from_utf8_lossy(&output.stderr).trim()
-        )
-    })?;
-    if let Some(error) = info.get("Error").and_then(Value::as_str) {
-        bail!("`go mod download -json {module}`: {error}");
-    }
-    ensure!(
-        output.status.success(),
-        "`go mod download -json {module}` failed ({})",
-        output.status
-    );
-    let dir = PathBuf::from(
-        info.get("Dir")
-            .and_then(Value::as_str)
-            .context("`go mod download -json` gave no Dir")?,
-    );
+    let dir = downloaded
+        .context(
+            "the book's Go excerpts and links read the Go source from Go's module cache \
+             (Go ≥ 1.26 on the PATH)",
+        )?
+        .dir;
     ensure!(
         dir.join("go.mod").is_file(),
         "{} has no go.mod",
