@@ -274,7 +274,7 @@ async fn run_as_service_account(
         "step-8",
         &kubeconfig,
         Some(&ns),
-        &["--leader-elect", "--leader-elect-namespace", &ns],
+        &["--leader-elect", "--leader-elect-resource-namespace", &ns],
     );
     let result = match starts(&mut step, true).await {
         Ok(()) => syncs_a_foo(&client, &ns).await,
@@ -562,14 +562,12 @@ fn replica(kubeconfig: &std::path::Path, ns: &str, identity: &str) -> Step {
         Some(ns),
         &[
             "--leader-elect",
-            "--leader-elect-namespace",
+            "--leader-elect-resource-namespace",
             ns,
             "--leader-elect-identity",
             identity,
-            "--leader-elect-lease-duration",
-            "10",
-            "--leader-elect-renew-grace",
-            "3",
+            "--leader-elect-lease-duration=10s",
+            "--leader-elect-renew-deadline=7s",
             "--http-address",
             ANY_PORT,
         ],
@@ -695,7 +693,7 @@ async fn a_leader_cut_off_from_the_api_server_stops_leading_before_a_standby_tak
     })
     .await;
 
-    // Three renewals (every 7 s) go by: a keeps leading.
+    // Renewals (every 2 s, the retry period) go by for 22 s: a keeps leading.
     a.drain_for(Duration::from_secs(22)).await;
     assert!(
         a.is_running(),

@@ -28,6 +28,10 @@
     " (quiet spells shortened)": "（安静的时段已缩短）",
     "disconnected: is cargo xtask watch still running?": "已断开：cargo xtask watch 还在运行吗？",
     "no recording named ": "没有这个名字的录制：",
+    // A note a recording carries (testcluster/src/flow.rs SCHEDULER_NOTE; an
+    // xtask test fails when the English changes and this does not).
+    "The queue is kube-runtime's scheduler (its applier; step 8: the Controller around it), which exposes nothing of itself: a key's add is when it reaches the scheduler, its take when its sync starts; merges, holds and delays in between are inferred from both ends":
+      "这里的队列是 kube-runtime 的调度器（它的 applier；第 8 步：外面再包一层 Controller），它不暴露自身的任何状态：键的加入时刻是它到达调度器之时，取出时刻是它的同步开始之时；其间的合并、保留和延迟都是由这两端推断出来的",
   };
   const tr = (text) => (document.documentElement.lang === "zh-CN" && ZH[text]) || text;
 
@@ -169,7 +173,7 @@
     add(line) {
       if (line.lane === "note") {
         // What the step says of its own trace (step 8: where kube hides the queue).
-        const note = el("div", "flow-note", line.text);
+        const note = el("div", "flow-note", tr(line.text));
         note.dataset.what = line.what;
         this.root.insertBefore(note, this.bar.nextSibling);
         return;

@@ -12,11 +12,11 @@
 //! instead of fatal: each forbidden request is logged and retried until granted.
 //!
 //!     cargo run --bin step-8 -- [--kubeconfig PATH] [--master URL] [--namespace NS]
-//!         [--http-address 127.0.0.1:8080] [--leader-elect]
+//!         [--http-address 127.0.0.1:8080] [--leader-elect [--leader-elect-lease-duration 15s] …]
 
 use std::sync::Arc;
 
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 use sample_controller::config::{ClientFlags, NamespaceFlag, client_from_flags};
 use sample_controller::diagnose::{Fatal, check_reachable, missing_permissions};
 use sample_controller::{rbac, signals, telemetry};
@@ -44,15 +44,17 @@ struct Args {
 
 // One thread: the controller waits on the API server more than it computes,
 // and a single thread keeps a single allocator arena (glibc gives each thread
-// that allocates concurrently one of its own). In trial runs of `cargo xtask
-// bench` at 500 Foos (single runs, not the published figures): peak RSS
-// 19.0 MiB with the default multi-threaded runtime, 18.2 to 18.4 MiB with
-// this one, of which 7.7 and 7.1 MiB anonymous memory at the end of the run.
+// that allocates concurrently one of its own).
 // ANCHOR: main
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Fatal> {
     telemetry::init();
     let args = Args::parse();
+    // Leader-election flags that disagree (a renew deadline past the lease
+    // duration) are refused like a bad flag, before anything starts.
+    if let Err(err) = args.leader.check() {
+        err.format(&mut Args::command()).exit();
+    }
     let shutdown = signals::setup_signal_handler()?;
     let connection = client_from_flags(&args.client).await?;
 

@@ -444,6 +444,20 @@ fn judge_flows(source: &Html, dom: &Html) -> (Vec<String>, usize) {
             "flow replays should show all of their recordings' lines {wanted:?}, they show {played:?}"
         ));
     }
+    // A note the recording carries is prose: in the Chinese edition, Chinese.
+    let chinese = dom.root_element().value().attr("lang") == Some("zh-CN");
+    for note in select(dom, "div.flow-note") {
+        let shown = text(note);
+        if chinese
+            && !shown
+                .chars()
+                .any(|c| ('\u{4e00}'..='\u{9fff}').contains(&c))
+        {
+            problems.push(format!(
+                "a flow replay's note is not translated (book/theme/flow.js ZH): {shown:?}"
+            ));
+        }
+    }
     (problems, replays)
 }
 
@@ -541,5 +555,38 @@ mod tests {
         assert!(problems[0].contains("[(2, 2)]"), "{problems:?}");
         // A page without replays asks nothing of them.
         assert_eq!(flows("<p>text</p>", "<p>text</p>"), (vec![], 0));
+    }
+
+    #[test]
+    fn a_replays_note_in_english_on_a_chinese_page_is_a_problem() {
+        let note = |lang: &str, text: &str| {
+            format!(
+                "<html lang=\"{lang}\"><body><div class=\"flow-note\">{text}</div>{}</body></html>",
+                dom(6, 2, 2, "played 2 of 2 lines")
+            )
+        };
+        let (problems, _) = flows(
+            SOURCE,
+            &note("zh-CN", "The queue is kube-runtime's scheduler"),
+        );
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(problems[0].contains("not translated"), "{problems:?}");
+        let (problems, _) = flows(SOURCE, &note("zh-CN", "这里的队列是 kube-runtime 的调度器"));
+        assert_eq!(problems, Vec::<String>::new());
+        let (problems, _) = flows(SOURCE, &note("en", "The queue is kube-runtime's scheduler"));
+        assert_eq!(problems, Vec::<String>::new());
+    }
+
+    #[test]
+    fn flow_js_translates_the_note_the_recordings_carry() {
+        let script =
+            std::fs::read_to_string(crate::workspace::repo_root().join("book/theme/flow.js"))
+                .unwrap();
+        let key = format!("{:?}:", testcluster::flow::SCHEDULER_NOTE);
+        assert!(
+            script.contains(&key),
+            "book/theme/flow.js's ZH has no translation of testcluster::flow::SCHEDULER_NOTE \
+             as it reads now: translate the new English there"
+        );
     }
 }

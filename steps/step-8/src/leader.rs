@@ -12,22 +12,30 @@
 //! stands by again, like client-go's `OnStoppedLeading` in most controllers);
 //! on SIGTERM, finish the syncs in flight and release the Lease.
 //!
-//! kube-lease-manager's standby does not watch the Lease: it sleeps until the
-//! expiry it last read. Alone, that makes a standby wait up to a whole lease
-//! duration after the leader released the Lease. So a standby here also
-//! reads the Lease every `--leader-elect-retry-period` (client-go's
-//! `RetryPeriod`), and when it sees the Lease free, starts a new manager,
-//! which takes it at once.
+//! The settings are client-go's, as kube-controller-manager's flags name
+//! them (`LeaderFlags`); kube-lease-manager counts in whole seconds and calls
+//! its renewal point a grace, so they are translated:
 //!
-//! Nor does the crate have client-go's `RenewDeadline`: a leader that cannot
-//! renew would keep leading in its own view. So a leader here also reads the
-//! Lease, and stops once the last renewal it can confirm is older than
-//! `duration − grace/2`, before a standby may take the Lease at `duration`.
+//! - the leader renews every `--leader-elect-retry-period`, as client-go's
+//!   does: the grace (how long before expiry it renews) is the lease
+//!   duration minus the retry period, rounded up to whole seconds;
+//! - kube-lease-manager's standby does not watch the Lease: it sleeps until
+//!   the expiry it last read. Alone, that makes a standby wait up to a whole
+//!   lease duration after the leader released the Lease. So a standby here
+//!   also reads the Lease every retry period, and when it sees the Lease
+//!   free, starts a new manager, which takes it at once;
+//! - nor does the crate have client-go's `RenewDeadline`: a leader that
+//!   cannot renew would keep leading in its own view. So a leader here also
+//!   reads the Lease, and stops once the last renewal it can confirm is older
+//!   than `--leader-elect-renew-deadline`, before a standby may take the
+//!   Lease at `--leader-elect-lease-duration`.
 
 use std::time::Duration;
 
 use anyhow::Context as _;
 use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::jiff::SignedDuration;
+use k8s_openapi::jiff::fmt::friendly::{Designator, FractionalUnit, Spacing, SpanPrinter};
 use kube::{Api, Client};
 use kube_lease_manager::{LeaseManager, LeaseManagerBuilder};
 use tokio::sync::watch;
@@ -37,7 +45,12 @@ use crate::probes::Probes;
 use sample_controller::signals::Shutdown;
 
 // ANCHOR: flags
-/// Leader election settings (names as in kube-controller-manager).
+/// Leader election settings: kube-controller-manager's flags, with their
+/// names, meanings, defaults and Go's duration syntax (`15s`, `1m30s`,
+/// `1.5h`, `300ms`), so that a manifest written for a Go controller runs
+/// this one; only the Lease's name and namespace default to this
+/// controller's own. Not in kube-controller-manager: `--leader-elect-identity`,
+/// and reading `POD_NAMESPACE` and `POD_NAME` from the environment.
 #[derive(clap::Args, Debug, Clone)]
 pub struct LeaderFlags {
     /// Run for leader through a Lease; only the leader reconciles. Use it when
@@ -45,44 +58,147 @@ pub struct LeaderFlags {
     #[arg(long)]
     pub leader_elect: bool,
 
+    /// How long a standby waits after the last renewal it saw before it
+    /// takes the Lease: the longest a dead leader goes unreplaced. Whole
+    /// seconds (a Lease stores its duration in seconds).
+    #[arg(long, value_name = "DURATION", default_value = "15s", value_parser = go_duration)]
+    pub leader_elect_lease_duration: Duration,
+
+    /// How long the leader keeps leading without a renewal it can confirm;
+    /// then it stops, before a standby may take the Lease. Shorter than the
+    /// lease duration.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = go_duration)]
+    pub leader_elect_renew_deadline: Duration,
+
+    /// How often the leader renews the Lease and a standby reads it (to
+    /// take it as soon as the leader releases it).
+    #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = go_duration)]
+    pub leader_elect_retry_period: Duration,
+
+    /// The kind of object that holds the lock: `leases`, the only kind
+    /// client-go still supports.
+    #[arg(long, value_name = "LOCK", default_value = "leases", value_parser = resource_lock)]
+    pub leader_elect_resource_lock: String,
+
     /// Name of the Lease.
     #[arg(long, value_name = "NAME", default_value = "sample-controller")]
-    pub leader_elect_lease_name: String,
+    pub leader_elect_resource_name: String,
 
-    /// Namespace of the Lease (in a Pod, set POD_NAMESPACE from the downward API).
+    /// Namespace of the Lease (in a Pod, set POD_NAMESPACE from the downward
+    /// API; reading it is not in kube-controller-manager).
     #[arg(
         long,
         value_name = "NS",
         env = "POD_NAMESPACE",
         default_value = "default"
     )]
-    pub leader_elect_namespace: String,
+    pub leader_elect_resource_namespace: String,
 
     /// This replica's name in the Lease (in a Pod, set POD_NAME from the
-    /// downward API). Default: host name and process ID.
+    /// downward API). Default: host name and process ID. Not in
+    /// kube-controller-manager, which names itself host name and a UUID.
     #[arg(long, value_name = "ID", env = "POD_NAME")]
     pub leader_elect_identity: Option<String>,
-
-    /// Seconds a leader that stops renewing keeps the Lease; a standby takes
-    /// over at most this long after the leader dies.
-    #[arg(long, value_name = "SECONDS", default_value_t = 15)]
-    pub leader_elect_lease_duration: u64,
-
-    /// Seconds before expiry at which the leader renews.
-    #[arg(long, value_name = "SECONDS", default_value_t = 5)]
-    pub leader_elect_renew_grace: u64,
-
-    /// Seconds between a standby's looks at the Lease (to take it as soon
-    /// as the leader releases it).
-    #[arg(long, value_name = "SECONDS", default_value_t = 2)]
-    pub leader_elect_retry_period: u64,
 }
 // ANCHOR_END: flags
 
+/// A flag's duration, in Go's syntax: jiff's "friendly" format reads every
+/// duration Go's `time.Duration` prints (`15s`, `1m30s`, `1.5h`, `300ms`).
+fn go_duration(text: &str) -> Result<Duration, String> {
+    let parsed: SignedDuration = text.parse().map_err(|_| {
+        "not a duration; write it as Go does, e.g. 15s, 1m30s, 1.5h, 300ms".to_string()
+    })?;
+    if !parsed.is_positive() {
+        return Err("must be longer than zero".into());
+    }
+    Duration::try_from(parsed).map_err(|err| err.to_string())
+}
+
+/// The lock kind: a Lease, which kube-lease-manager holds.
+fn resource_lock(text: &str) -> Result<String, String> {
+    match text {
+        "leases" => Ok(text.into()),
+        "endpoints" | "configmaps" | "endpointsleases" | "configmapsleases" => Err(format!(
+            "client-go removed the `{text}` lock, and step 8 has none either: \
+             use `leases` (a coordination.k8s.io/v1 Lease)"
+        )),
+        _ => Err(
+            "not a lock kind: step 8 locks with a coordination.k8s.io/v1 Lease, `leases`".into(),
+        ),
+    }
+}
+
+/// client-go's `JitterFactor`: a standby's reads and a leader's renewals come
+/// up to 1.2 retry periods apart.
+const JITTER_FACTOR: f64 = 1.2;
+
 impl LeaderFlags {
-    /// How often a standby, and the leader's own check, read the Lease.
-    fn retry_period(&self) -> Duration {
-        Duration::from_secs(self.leader_elect_retry_period.max(1))
+    /// Checks the flags against each other, as client-go's
+    /// `NewLeaderElector` checks its settings, so that a bad combination is
+    /// refused before anything starts, naming the flags and the rule.
+    pub fn check(&self) -> Result<(), clap::Error> {
+        let refuse = |message: String| {
+            Err(clap::Error::raw(
+                clap::error::ErrorKind::ValueValidation,
+                message,
+            ))
+        };
+        let lease = self.leader_elect_lease_duration;
+        let deadline = self.leader_elect_renew_deadline;
+        if lease.subsec_nanos() != 0 {
+            return refuse(format!(
+                "--leader-elect-lease-duration={}: a Lease holds its duration in whole seconds \
+                 (spec.leaseDurationSeconds); give a whole number of seconds, such as {}s",
+                shown(lease),
+                lease.as_secs().max(1)
+            ));
+        }
+        if deadline >= lease {
+            return refuse(format!(
+                "--leader-elect-renew-deadline={} must be shorter than \
+                 --leader-elect-lease-duration={}: a leader that cannot renew must stop \
+                 before a standby may take the Lease",
+                shown(deadline),
+                shown(lease)
+            ));
+        }
+        let period = self.leader_elect_retry_period;
+        let renewals = self.renewal_interval();
+        if deadline.as_secs_f64() <= JITTER_FACTOR * renewals.as_secs_f64() {
+            let rounded = if renewals == period {
+                String::new()
+            } else {
+                format!(
+                    ", {} rounded up to the whole seconds the Lease is renewed in",
+                    shown(period)
+                )
+            };
+            return refuse(format!(
+                "--leader-elect-renew-deadline={} must be longer than {JITTER_FACTOR} × \
+                 --leader-elect-retry-period ({}{rounded}): otherwise one late renewal stops \
+                 a healthy leader",
+                shown(deadline),
+                shown(renewals),
+            ));
+        }
+        Ok(())
+    }
+
+    /// How often the leader renews: every retry period, as client-go's does,
+    /// rounded up to the whole seconds kube-lease-manager counts in.
+    fn renewal_interval(&self) -> Duration {
+        let period = self.leader_elect_retry_period;
+        Duration::from_secs(period.as_secs() + u64::from(period.subsec_nanos() > 0))
+    }
+
+    /// kube-lease-manager's grace, the time before the Lease expires at which
+    /// the leader renews it: lease duration − renewal interval, so that the
+    /// leader renews every retry period.
+    fn grace_secs(&self) -> u64 {
+        let lease = self.leader_elect_lease_duration.as_secs();
+        lease
+            .saturating_sub(self.renewal_interval().as_secs())
+            .max(1)
     }
 
     /// The identity this replica writes into the Lease.
@@ -94,6 +210,15 @@ impl LeaderFlags {
             format!("{host}-{}", std::process::id())
         })
     }
+}
+
+/// A duration as Go prints it (`1m30s`, `1.5s`).
+fn shown(duration: Duration) -> String {
+    let printer = SpanPrinter::new()
+        .designator(Designator::Compact)
+        .spacing(Spacing::None)
+        .fractional(Some(FractionalUnit::Second));
+    printer.unsigned_duration_to_string(&duration)
 }
 
 // ANCHOR: lead
@@ -116,6 +241,7 @@ where
         probes.metrics.set_leader(true);
         return work().await;
     }
+    flags.check()?; // main checked them already; a library caller may not have
     probes.set_ready(true); // a standby is healthy
     let Some(mut leadership) = acquire(client, flags, shutdown).await? else {
         return Ok(()); // shut down while standing by
@@ -156,8 +282,8 @@ struct LeaseCheck {
     /// How often to read the Lease.
     period: Duration,
     /// How old the last renewal this replica has seen may be before it stops
-    /// leading: the manager renews `grace` before expiry, and a standby may
-    /// take over at expiry, so half the grace is left as a margin.
+    /// leading (`--leader-elect-renew-deadline`): shorter than the lease
+    /// duration, after which a standby may take over.
     renew_deadline: Duration,
 }
 
@@ -180,15 +306,15 @@ pub async fn acquire(
     let identity = flags.identity();
     let lease = format!(
         "{}/{}",
-        flags.leader_elect_namespace, flags.leader_elect_lease_name
+        flags.leader_elect_resource_namespace, flags.leader_elect_resource_name
     );
     tracing::info!(%lease, %identity, "waiting to become leader");
     loop {
-        let manager = LeaseManagerBuilder::new(client.clone(), &flags.leader_elect_lease_name)
-            .with_namespace(&flags.leader_elect_namespace)
+        let manager = LeaseManagerBuilder::new(client.clone(), &flags.leader_elect_resource_name)
+            .with_namespace(&flags.leader_elect_resource_namespace)
             .with_identity(&identity)
-            .with_duration(flags.leader_elect_lease_duration)
-            .with_grace(flags.leader_elect_renew_grace)
+            .with_duration(flags.leader_elect_lease_duration.as_secs())
+            .with_grace(flags.grace_secs())
             .build()
             .await
             .with_context(|| {
@@ -211,14 +337,12 @@ pub async fn acquire(
         match outcome {
             Standby::Leader => {
                 tracing::info!(%lease, %identity, "became leader");
-                let duration = Duration::from_secs(flags.leader_elect_lease_duration);
                 let check = LeaseCheck {
-                    leases: Api::namespaced(client.clone(), &flags.leader_elect_namespace),
-                    name: flags.leader_elect_lease_name.clone(),
+                    leases: Api::namespaced(client.clone(), &flags.leader_elect_resource_namespace),
+                    name: flags.leader_elect_resource_name.clone(),
                     identity,
-                    period: flags.retry_period(),
-                    renew_deadline: duration
-                        .saturating_sub(Duration::from_secs(flags.leader_elect_renew_grace) / 2),
+                    period: flags.leader_elect_retry_period,
+                    renew_deadline: flags.leader_elect_renew_deadline,
                 };
                 return Ok(Some(Leadership {
                     state,
@@ -253,12 +377,13 @@ pub async fn acquire(
 /// holder (its leader released it). Reads it every retry period; a failed
 /// read is only retried (the manager reports errors itself).
 async fn released_by_other(client: &Client, flags: &LeaderFlags, identity: &str) {
-    let leases: Api<Lease> = Api::namespaced(client.clone(), &flags.leader_elect_namespace);
-    let period = flags.retry_period();
+    let leases: Api<Lease> =
+        Api::namespaced(client.clone(), &flags.leader_elect_resource_namespace);
+    let period = flags.leader_elect_retry_period;
     let mut held_by_other = false;
     loop {
         tokio::time::sleep(period).await;
-        let Ok(Some(lease)) = leases.get_opt(&flags.leader_elect_lease_name).await else {
+        let Ok(Some(lease)) = leases.get_opt(&flags.leader_elect_resource_name).await else {
             continue;
         };
         match lease.spec.and_then(|s| s.holder_identity) {
@@ -296,7 +421,7 @@ impl Leadership {
             // the read by the deadline, so that it cannot postpone it.
             let deadline = tokio::time::Instant::now() + left;
             // Near the deadline, read more often (half the time left), so
-            // that the renewal due `grace` before expiry is seen in time.
+            // that a renewal just before it is seen in time.
             let read = async {
                 tokio::time::sleep(check.period.min(left / 2)).await;
                 tokio::time::timeout_at(deadline, check.leases.get_opt(&check.name)).await

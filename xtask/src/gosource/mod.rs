@@ -46,6 +46,10 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 
+// Only a test reads it: the book's claim that step 8's leader-election
+// flags are kube-controller-manager's.
+#[cfg(test)]
+mod leader_flags;
 pub mod links;
 mod markdown;
 mod modcache;

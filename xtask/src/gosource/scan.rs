@@ -169,7 +169,7 @@ impl GoFile {
 }
 
 /// `text` parsed by tree-sitter's Go grammar.
-fn parse_go(text: &str) -> Result<Tree> {
+pub(super) fn parse_go(text: &str) -> Result<Tree> {
     let mut parser = Parser::new();
     parser
         .set_language(&tree_sitter_go::LANGUAGE.into())

@@ -21,12 +21,10 @@ const PORT_A: u16 = 18091;
 const PORT_B: u16 = 18092;
 
 /// The lease the leader-election transcripts use: shorter than the defaults
-/// (15 s and 5 s) so that a takeover after a crash is quick to show.
-pub(in crate::book) const LEASE_FLAGS: [&str; 4] = [
-    "--leader-elect-lease-duration",
-    "10",
-    "--leader-elect-renew-grace",
-    "3",
+/// (15 s and 10 s) so that a takeover after a crash is quick to show.
+pub(in crate::book) const LEASE_FLAGS: [&str; 2] = [
+    "--leader-elect-lease-duration=10s",
+    "--leader-elect-renew-deadline=7s",
 ];
 
 /// Where `manifests/rbac.yaml` puts the ServiceAccount and the Lease.
