@@ -22,7 +22,7 @@ use crate::workspace::repo_root;
 pub struct CheckArgs {
     /// The step to check: `step-2` … `step-8` (or just the number).
     step: String,
-    /// Check the project's own step (`steps/step-N.rs`) instead of your
+    /// Check the project's own step (`steps/step-N/main.rs`) instead of your
     /// starter (`workshop/step-N.rs`): what a finished starter does.
     #[arg(long)]
     reference: bool,

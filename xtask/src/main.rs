@@ -140,7 +140,7 @@ enum Command {
     Book(BookCli),
 }
 
-/// `cargo xtask book …`: the commands of book/ (mod.rs), and the Go-source ones of gosource.rs.
+/// `cargo xtask book …`: the commands of book/ (mod.rs), and the Go-source ones of gosource/.
 #[derive(Subcommand)]
 enum BookCli {
     #[command(flatten)]

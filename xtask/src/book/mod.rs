@@ -17,12 +17,12 @@
 //!   edition's coverage and its translations' directives, links and terms, every step has
 //!   a chapter that includes its code and its output, whose "Run it" block runs
 //!   the commands of its captures (runit.rs), every Go link is pinned,
-//!   every Go excerpt and Go line link names what it shows: gosource.rs), the
+//!   every Go excerpt and Go line link names what it shows: gosource/), the
 //!   build, a link check of the rendered HTML, and every page in headless
 //!   Chromium (diagrams drawn, silent console, Go panes; chromium.rs), with
 //!   screenshots in target/book-screenshots/. Installs nothing: a missing tool
 //!   is an error that names its install command.
-//! * `preprocess`, `go-link` (registered in main.rs, code in gosource.rs): the
+//! * `preprocess`, `go-link` (registered in main.rs, code in gosource/): the
 //!   mdBook preprocessor of `{{#go …}}`, and the pinned link of a Go declaration.
 //!
 //! The module's files, one job each: `tools.rs` (the pinned mdBook tools,

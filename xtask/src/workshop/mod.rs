@@ -600,17 +600,20 @@ mod tests {
     #[test]
     fn a_solution_shown_open_is_found() {
         let spec = Spec {
-            solutions: &["steps/step-9.rs:sync"],
+            solutions: &["steps/step-9/main.rs:sync"],
             ..SPEC
         };
         let collapsed = "<details class=\"solution\">\n<summary>x</summary>\n\n```rust\n\
-                         {{#include ../../steps/step-9.rs:sync}}\n```\n\n</details>\n";
+                         {{#include ../../steps/step-9/main.rs:sync}}\n```\n\n</details>\n";
         assert!(open_solutions(&spec, collapsed).is_empty());
-        let open = "```rust\n{{#include ../../steps/step-9.rs:sync}}\n```\n";
-        assert_eq!(open_solutions(&spec, open), ["steps/step-9.rs:sync"]);
-        assert_eq!(open_solutions(&spec, "nothing"), ["steps/step-9.rs:sync"]);
+        let open = "```rust\n{{#include ../../steps/step-9/main.rs:sync}}\n```\n";
+        assert_eq!(open_solutions(&spec, open), ["steps/step-9/main.rs:sync"]);
+        assert_eq!(
+            open_solutions(&spec, "nothing"),
+            ["steps/step-9/main.rs:sync"]
+        );
         let both = format!("{collapsed}{open}");
-        assert_eq!(open_solutions(&spec, &both), ["steps/step-9.rs:sync"]);
+        assert_eq!(open_solutions(&spec, &both), ["steps/step-9/main.rs:sync"]);
     }
 
     #[test]
@@ -629,10 +632,10 @@ mod tests {
         }
     }
 
-    /// A temporary tree holding `step` as `steps/step-9.rs`, removed when dropped.
+    /// A temporary tree holding `step` as `steps/step-9/main.rs`, removed when dropped.
     fn scratch(step: &str) -> tempfile::TempDir {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("steps/step-9.rs");
+        let path = dir.path().join("steps/step-9/main.rs");
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(path, step).unwrap();
         dir
@@ -655,12 +658,12 @@ mod tests {
         title: "the test",
         yours: "`sync`.",
         read: "The Rust code",
-        answer: "steps/step-9.rs",
+        answer: "steps/step-9/main.rs",
         allow: "unused_variables",
         solutions: &[],
         pieces: &[
             Piece::File {
-                path: "steps/step-9.rs",
+                path: "steps/step-9/main.rs",
                 regions: &[],
                 drop: &[],
                 edits: &[("let n = sync(1);", "let n = sync(2);")],
