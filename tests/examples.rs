@@ -251,7 +251,7 @@ async fn example_binary(name: &str) -> PathBuf {
         .expect("target/<profile>/deps/<test>");
     let path = profile_dir.join("examples").join(name);
     if !built.iter().any(|b| b == name) {
-        let output = testcluster::cargo::command(
+        let output = course::cargo::command(
             Path::new(env!("CARGO_MANIFEST_DIR")),
             &["build", "--quiet", "--example", name],
         )

@@ -19,6 +19,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
+use course::harness::untouchable;
+use course::proxy::{self, Action};
 use futures::future::join_all;
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
@@ -27,8 +29,6 @@ use kube::{Client, ResourceExt};
 use sample_controller::Foo;
 use serde_json::json;
 use support::*;
-use testcluster::harness::untouchable;
-use testcluster::proxy::{self, Action};
 use testcluster::{ControlPlane, Options};
 
 /// The program under test.

@@ -1,5 +1,5 @@
 //! End-to-end: the flow of the JSON log a step writes with
-//! `SAMPLE_CONTROLLER_LOG_JSON` set (`testcluster::flow`), read from runs
+//! `SAMPLE_CONTROLLER_LOG_JSON` set (`course::flow`), read from runs
 //! of step 7 and step 8 against a real
 //! control plane: a Foo's way from its watch event to its Deployment, its
 //! status and its Event, and a foreign Deployment's refusal with a growing
@@ -15,7 +15,7 @@ use support::*;
 
 /// The flow of the JSON log at `path`, one JSON object per line.
 fn flow_of(path: &Path) -> String {
-    testcluster::flow::from_log(&std::fs::read_to_string(path).unwrap_or_default())
+    course::flow::from_log(&std::fs::read_to_string(path).unwrap_or_default())
 }
 
 /// The lines of the flow of the JSON log at `path`, as JSON objects.

@@ -20,7 +20,7 @@ use support::*;
 /// usually built already: the build starts beside the earlier tests.
 fn build_musl_step_8() -> PathBuf {
     let (cargo, binary) =
-        testcluster::cargo::musl_step_8(std::path::Path::new(env!("CARGO_MANIFEST_DIR")));
+        course::cargo::musl_step_8(std::path::Path::new(env!("CARGO_MANIFEST_DIR")));
     let status = cargo.std().status().expect("run cargo build");
     assert!(
         status.success(),

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use course::proxy;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::events::v1::Event;
@@ -21,7 +22,6 @@ use kube::{Client, ResourceExt};
 use sample_controller::Foo;
 use serde_json::json;
 use support::*;
-use testcluster::proxy;
 
 /// Held by the tests that run many controllers (the two least-privilege
 /// tests) or measure handovers (the two leader tests), so that none runs

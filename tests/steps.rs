@@ -16,9 +16,9 @@ mod support;
 
 use std::future::Future;
 
+use course::checks;
 use libtest_mimic::{Arguments, Failed, Trial};
 use support::*;
-use testcluster::checks;
 
 fn main() {
     let args = Arguments::from_args();
@@ -32,7 +32,7 @@ fn main() {
             step_6_without_rbac_names_every_missing_permission_and_exits,
         ),
     ];
-    for step in testcluster::steps::checked() {
+    for step in course::steps::checked() {
         let name = format!("step_{}_passes_its_check", step.number);
         trials.push(trial(&name, move || passes_its_check(step.number)));
     }
@@ -81,12 +81,12 @@ async fn step_1_lists_a_foo_and_a_deployment_created_by_the_test() {
     );
 }
 
-/// Runs step `step`'s behaviour checks (`testcluster::checks`: what `cargo
+/// Runs step `step`'s behaviour checks (`course::checks`: what `cargo
 /// xtask check step-N` runs on a learner's starter) on the step's own binary
 /// (the step registry's); every behaviour must pass.
 async fn passes_its_check(step: u8) {
     let (cp, client) = cluster().await;
-    let binary = testcluster::steps::step(step)
+    let binary = course::steps::step(step)
         .expect("a step of the registry")
         .binary;
     let target = checks::Target {
@@ -96,7 +96,7 @@ async fn passes_its_check(step: u8) {
         echo: true,
         keep: false,
     };
-    let report = testcluster::steps::check(step, &target)
+    let report = course::steps::check(step, &target)
         .await
         .expect("the check runs");
     println!("{report}");

@@ -1,8 +1,8 @@
 //! Step 3 (event handlers): the behaviours its check reports, and the
 //! scenarios that show them.
 //!
-//! Part of the checker, compiled into testcluster (`checks::step3`, declared
-//! by testcluster/build.rs because this file exists); `cargo xtask check step-3` runs it
+//! Part of the checker, compiled into the course crate (`checks::step3`, declared
+//! by course/build.rs because this file exists); `cargo xtask check step-3` runs it
 //! against a starter or, with `--reference`, this step.
 
 use super::cluster::*;

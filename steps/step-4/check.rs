@@ -1,8 +1,8 @@
 //! Step 4 (the work queue): the behaviours its check reports, and the
 //! scenarios that show them.
 //!
-//! Part of the checker, compiled into testcluster (`checks::step4`, declared
-//! by testcluster/build.rs because this file exists); `cargo xtask check step-4` runs it
+//! Part of the checker, compiled into the course crate (`checks::step4`, declared
+//! by course/build.rs because this file exists); `cargo xtask check step-4` runs it
 //! against a starter or, with `--reference`, this step.
 
 use super::cluster::*;

@@ -1,8 +1,8 @@
 //! Step 5 (syncHandler): the behaviours its check reports, and the
 //! scenarios that show them.
 //!
-//! Part of the checker, compiled into testcluster (`checks::step5`, declared
-//! by testcluster/build.rs because this file exists); `cargo xtask check step-5` runs it
+//! Part of the checker, compiled into the course crate (`checks::step5`, declared
+//! by course/build.rs because this file exists); `cargo xtask check step-5` runs it
 //! against a starter or, with `--reference`, this step.
 
 use super::cluster::*;

@@ -1,8 +1,8 @@
 //! Step 7 (Go's whole program): the behaviours its check reports, and the
 //! scenarios that show them.
 //!
-//! Part of the checker, compiled into testcluster (`checks::step7`, declared
-//! by testcluster/build.rs because this file exists); `cargo xtask check step-7` runs it
+//! Part of the checker, compiled into the course crate (`checks::step7`, declared
+//! by course/build.rs because this file exists); `cargo xtask check step-7` runs it
 //! against a starter or, with `--reference`, this step.
 
 use super::cluster::*;

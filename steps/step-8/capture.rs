@@ -18,7 +18,7 @@ pub(super) async fn capture(env: &crate::book::capture::Env) -> Result<Captured>
     let log = recordings::log_path(&step_namespace("step-8"));
     let log = std::fs::read_to_string(&log)
         .with_context(|| format!("reading step 8's JSON log, {}", log.display()))?;
-    events_follow_the_flow(&events.join("\n"), &testcluster::flow::from_log(&log))?;
+    events_follow_the_flow(&events.join("\n"), &course::flow::from_log(&log))?;
     Ok(vec![
         ("step-8.txt", transcript),
         ("step-8-events.txt", events),

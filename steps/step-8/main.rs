@@ -12,7 +12,7 @@
 //! instead of fatal: each forbidden request is logged and retried until granted.
 //!
 //!     cargo run --bin step-8 -- [--kubeconfig PATH] [--master URL] [--namespace NS]
-//!         [--http-address 127.0.0.1:8080] [--leader-elect [--leader-elect-lease-duration 15s] …]
+//!         [--http-address 127.0.0.1:8080] [--leader-elect] [--leader-elect-lease-duration 15s]
 
 use std::sync::Arc;
 

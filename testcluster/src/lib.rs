@@ -16,9 +16,8 @@
 //! # Ok(()) }
 //! ```
 //!
-//! [`harness`] runs the programs under test as child processes (their output
-//! read line by line) and creates the objects their scenarios need: shared by
-//! the end-to-end tests and the book's captures.
+//! It knows no step and no lesson: what runs against it, and how it is
+//! checked, is the `course` crate's.
 //!
 //! Every listener binds to 127.0.0.1 on a free port. Each run gets a fresh data directory
 //! (`$TMPDIR/sample-controller-rs-<pid>-<random>`) with certificates, an admin token, the
@@ -48,14 +47,8 @@
 
 mod args;
 pub mod binaries;
-pub mod cargo;
-pub mod checks;
-pub mod flow;
-pub mod harness;
 mod pki;
 mod process;
-pub mod proxy;
-pub mod steps;
 
 use std::fs;
 use std::future::Future;
@@ -72,7 +65,7 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::runtime::wait::{await_condition, conditions};
 
 pub use binaries::Binary;
-pub use process::{RecordedProcess, die_with_parent};
+pub use process::{RecordedProcess, die_with_parent, pid_exists, signal};
 
 use pki::Pki;
 use process::Process;
@@ -80,9 +73,8 @@ use process::Process;
 /// Name of the fake node managed by kwok.
 pub const KWOK_NODE_NAME: &str = "kwok-node-0";
 
-/// Where this crate's build script wrote what it makes from the step
-/// folders (the registry, the list of the steps' check modules), for
-/// tools that read this crate's modules as the compiler does.
+/// Where this crate's build script wrote what it makes from `versions.toml`,
+/// for tools that read this crate's modules as the compiler does.
 pub const OUT_DIR: &str = env!("OUT_DIR");
 
 /// Time allowed for kube-apiserver to become ready (slow on a loaded 2-core machine).

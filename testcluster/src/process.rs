@@ -191,7 +191,7 @@ pub(crate) fn stop_all(processes: &mut Vec<Process>, grace: Duration) {
         if process.exited().is_some() {
             continue;
         }
-        signal(process.pid(), libc::SIGTERM);
+        let _ = signal(process.pid(), libc::SIGTERM); // gone already: nothing to stop
         let deadline = Instant::now() + grace;
         while process.exited().is_none() && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(25));
@@ -203,13 +203,16 @@ pub(crate) fn stop_all(processes: &mut Vec<Process>, grace: Duration) {
     }
 }
 
-/// Sends `sig` to `pid`; errors (already gone) are ignored.
-pub(crate) fn signal(pid: u32, sig: libc::c_int) {
-    if let Ok(pid) = libc::pid_t::try_from(pid) {
-        // SAFETY: kill(2) has no memory-safety preconditions.
-        unsafe {
-            libc::kill(pid, sig);
-        }
+/// Sends `sig` (`libc::SIGTERM`, …) to the process `pid`: the one place the
+/// tooling calls kill(2). An error says why (`ESRCH`: it is gone).
+pub fn signal(pid: u32, sig: libc::c_int) -> std::io::Result<()> {
+    let pid = libc::pid_t::try_from(pid)
+        .map_err(|_| std::io::Error::other(format!("{pid} is not a process ID")))?;
+    // SAFETY: kill(2) has no memory-safety preconditions.
+    if unsafe { libc::kill(pid, sig) } == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
     }
 }
 
@@ -258,13 +261,13 @@ pub(crate) fn stop_recorded(processes: &[RecordedProcess], grace: Duration) {
         if !process.is_running() {
             continue;
         }
-        signal(process.pid, libc::SIGTERM);
+        let _ = signal(process.pid, libc::SIGTERM); // gone already: nothing to stop
         let deadline = Instant::now() + grace;
         while process.is_running() && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(25));
         }
         if process.is_running() {
-            signal(process.pid, libc::SIGKILL);
+            let _ = signal(process.pid, libc::SIGKILL);
             let deadline = Instant::now() + Duration::from_secs(2);
             while process.is_running() && Instant::now() < deadline {
                 std::thread::sleep(Duration::from_millis(25));
@@ -321,6 +324,6 @@ pub(crate) fn read_record(dir: &Path) -> Result<Option<(u32, Vec<RecordedProcess
 }
 
 /// True if a process with this PID exists (any program, zombies included).
-pub(crate) fn pid_exists(pid: u32) -> bool {
+pub fn pid_exists(pid: u32) -> bool {
     pid != 0 && Path::new(&format!("/proc/{pid}")).exists()
 }

@@ -7,12 +7,12 @@ use std::process::ExitStatus;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
+use course::harness;
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::Client;
 use kube::api::{Api, PostParams};
 use sample_controller::Foo;
 use sample_controller::deployment::new_deployment;
-use testcluster::harness;
 
 /// How long a test waits for a line it expects before failing.
 pub const WAIT: Duration = Duration::from_secs(60);
@@ -524,10 +524,10 @@ pub async fn apply(client: &Client, doc: &serde_json::Value, for_real: bool) -> 
 /// test binary: cargo decides whether anything changed (a no-op when nothing
 /// did), and says where the executable is.
 pub fn step_binary(name: &str) -> String {
-    let step = testcluster::steps::STEPS
+    let step = course::steps::STEPS
         .iter()
         .find(|s| s.binary == name)
-        .unwrap_or_else(|| panic!("no step binary {name} in testcluster::steps"));
+        .unwrap_or_else(|| panic!("no step binary {name} in course::steps"));
     built_by_cargo(step.package, name)
 }
 
@@ -550,7 +550,7 @@ fn built_by_cargo(package: &str, name: &str) -> String {
         name,
         "--message-format=json-render-diagnostics",
     ];
-    let output = testcluster::cargo::command(root, &args)
+    let output = course::cargo::command(root, &args)
         .std()
         .stderr(std::process::Stdio::inherit())
         .output()

@@ -7,7 +7,7 @@
 
 use std::path::Path;
 
-use testcluster::checks::{Outcome, Target};
+use course::checks::{Outcome, Target};
 
 mod copy;
 use copy::{copy_of_the_repository, target_dir, workspace};
@@ -41,7 +41,7 @@ async fn fails_as_handed_out(step: u8, program: &str) {
         echo: true,
         keep: false,
     };
-    let report = testcluster::steps::check(step, &target)
+    let report = course::steps::check(step, &target)
         .await
         .expect("the check runs");
     println!("{report}");
@@ -74,7 +74,7 @@ fn starter_binary(name: &str) -> String {
 /// check as its `untouched.txt` records (all at once, on one control plane).
 #[tokio::test(flavor = "multi_thread")]
 async fn every_starter_fails_its_check_at_its_todo() {
-    let starters: Vec<_> = testcluster::steps::STEPS
+    let starters: Vec<_> = course::steps::STEPS
         .iter()
         .filter_map(|step| step.starter.map(|starter| (step.number, starter)))
         .collect();
@@ -91,7 +91,7 @@ async fn every_starter_fails_its_check_at_its_todo() {
 /// markers as the starters), passes its whole check on the first run.
 #[tokio::test(flavor = "multi_thread")]
 async fn every_starter_finished_with_the_references_code_passes_its_check() {
-    let starters: Vec<_> = testcluster::steps::STEPS
+    let starters: Vec<_> = course::steps::STEPS
         .iter()
         .filter_map(|step| step.starter.map(|starter| (step.number, starter)))
         .collect();
@@ -102,7 +102,7 @@ async fn every_starter_finished_with_the_references_code_passes_its_check() {
         &[("name = \"workshop-step-", "name = \"finished-step-")],
     );
     let workshop = copy.join("workshop");
-    let written = testcluster::cargo::command(
+    let written = course::cargo::command(
         &workspace(),
         &[
             "run",
@@ -124,12 +124,11 @@ async fn every_starter_finished_with_the_references_code_passes_its_check() {
         "cargo xtask workshop --finished failed:\n{}",
         String::from_utf8_lossy(&written.stderr)
     );
-    let built =
-        testcluster::cargo::command(&copy, &["build", "--quiet", "-p", "workshop", "--bins"])
-            .env("CARGO_TARGET_DIR", &target)
-            .std()
-            .output()
-            .expect("cargo build");
+    let built = course::cargo::command(&copy, &["build", "--quiet", "-p", "workshop", "--bins"])
+        .env("CARGO_TARGET_DIR", &target)
+        .std()
+        .output()
+        .expect("cargo build");
     assert!(
         built.status.success(),
         "a finished starter does not compile (its spec's imports or edits miss what the reference's code uses):\n{}",
@@ -162,7 +161,7 @@ async fn every_starter_finished_with_the_references_code_passes_its_check() {
             keep: false,
         };
         async move {
-            testcluster::steps::check(*step, &target)
+            course::steps::check(*step, &target)
                 .await
                 .expect("the check runs")
         }
@@ -183,7 +182,7 @@ async fn every_starter_finished_with_the_references_code_passes_its_check() {
 
 #[test]
 fn every_step_with_a_starter_and_no_other_has_an_untouched_txt_of_its_own_lines() {
-    for step in testcluster::steps::STEPS {
+    for step in course::steps::STEPS {
         let path = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join(format!("../steps/step-{}/untouched.txt", step.number));
         assert_eq!(

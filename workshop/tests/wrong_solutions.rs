@@ -8,7 +8,7 @@
 //! `wrong-step-N`, and built into this repository's target directory: the
 //! dependencies are shared with every other build, only the patched crate
 //! and the binary compile, and no reference binary is overwritten. Each
-//! binary runs its step's check (`testcluster::checks`, what `cargo xtask
+//! binary runs its step's check (`course::checks`, what `cargo xtask
 //! check --program PATH step-N` runs) against one control plane as soon as
 //! it is built, while the next ones build: the checks mostly wait on the
 //! API server, and the builds, at the lowest CPU priority, take the cores
@@ -20,7 +20,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use testcluster::checks;
+use course::checks;
 
 mod copy;
 use copy::{copy_of_the_repository, target_dir, workspace};
@@ -39,7 +39,7 @@ struct Wrong {
 
 fn wrong_solutions() -> Vec<Wrong> {
     let mut all = Vec::new();
-    for step in testcluster::steps::STEPS {
+    for step in course::steps::STEPS {
         let dir = workspace().join(format!("steps/step-{}/wrong", step.number));
         let Ok(entries) = std::fs::read_dir(&dir) else {
             continue; // no wrong solution for this step
@@ -116,7 +116,7 @@ fn build(copy: &Path, name: &str, step: u8, patch: &Path) -> PathBuf {
     }
     let bin = format!("wrong-step-{step}");
     let target = target_dir();
-    let built = testcluster::cargo::command(copy, &["build", "--quiet", "--bin", &bin])
+    let built = course::cargo::command(copy, &["build", "--quiet", "--bin", &bin])
         .env("CARGO_TARGET_DIR", &target)
         .std()
         .output()
@@ -181,7 +181,7 @@ async fn every_wrong_solution_fails_its_steps_check_on_the_behaviour_it_breaks()
             })
             .collect();
         std::thread::spawn(move || {
-            testcluster::cargo::lower_this_thread();
+            course::cargo::lower_this_thread();
             for (i, name, step, patch) in wrongs {
                 let program = build(&copy, &name, step, &patch);
                 if built.send((i, program)).is_err() {
@@ -201,7 +201,7 @@ async fn every_wrong_solution_fails_its_steps_check_on_the_behaviour_it_breaks()
         let step = wrongs[i].step;
         async move {
             let started = std::time::Instant::now();
-            let report = testcluster::steps::check(step, &target)
+            let report = course::steps::check(step, &target)
                 .await
                 .expect("the check runs");
             (i, report, started.elapsed())
@@ -261,7 +261,7 @@ fn every_go_branch_with_a_check_line_has_the_wrong_solution_its_line_catches() {
     let wrongs = wrong_solutions();
     let mut problems = Vec::new();
     for wrong in &wrongs {
-        let step = testcluster::steps::step(wrong.step).expect("its step");
+        let step = course::steps::step(wrong.step).expect("its step");
         let stem = wrong.patch.file_stem().and_then(|s| s.to_str()).unwrap();
         let named: Vec<_> = step
             .branches
@@ -285,7 +285,7 @@ fn every_go_branch_with_a_check_line_has_the_wrong_solution_its_line_catches() {
             _ => problems.push(format!("{}: named by several branches", wrong.name)),
         }
     }
-    for step in testcluster::steps::STEPS {
+    for step in course::steps::STEPS {
         for branch in step
             .branches
             .iter()

@@ -27,7 +27,7 @@ pub struct Beside(JoinHandle<Result<()>>);
 /// Starts the builds on a thread of their own, at the lowest priority.
 pub fn start() -> Beside {
     Beside(std::thread::spawn(|| {
-        testcluster::cargo::lower_this_thread();
+        course::cargo::lower_this_thread();
         musl_step_8()?;
         let release = Release::of(OLDEST_KUBERNETES_VERSION)?;
         crate::oldest::servers(&release)?;
@@ -52,7 +52,7 @@ impl Beside {
 /// (cargo's lines would interleave with the tests' report).
 fn musl_step_8() -> Result<()> {
     let root = crate::workspace::repo_root();
-    let (cargo, binary) = testcluster::cargo::musl_step_8(&root);
+    let (cargo, binary) = course::cargo::musl_step_8(&root);
     let log_path = root.join("target/beside-musl.log");
     let log =
         File::create(&log_path).with_context(|| format!("creating {}", log_path.display()))?;

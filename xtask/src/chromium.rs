@@ -582,10 +582,10 @@ mod tests {
         let script =
             std::fs::read_to_string(crate::workspace::repo_root().join("book/theme/flow.js"))
                 .unwrap();
-        let key = format!("{:?}:", testcluster::flow::SCHEDULER_NOTE);
+        let key = format!("{:?}:", course::flow::SCHEDULER_NOTE);
         assert!(
             script.contains(&key),
-            "book/theme/flow.js's ZH has no translation of testcluster::flow::SCHEDULER_NOTE \
+            "book/theme/flow.js's ZH has no translation of course::flow::SCHEDULER_NOTE \
              as it reads now: translate the new English there"
         );
     }

@@ -212,8 +212,7 @@ async fn run(
 
     println!("\n==> Stopping step 8 (SIGTERM)");
     if let Some(pid) = controller.id() {
-        // SAFETY: kill(2) on the PID of the child we started, with a valid signal.
-        unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) };
+        let _ = testcluster::signal(pid, libc::SIGTERM); // gone already: wait() says so
     }
     let _ = tokio::time::timeout(Duration::from_secs(10), controller.wait()).await;
     result

@@ -76,13 +76,13 @@ fn parse_target(text: &str) -> Result<Target, String> {
         "floor" => Ok(Target::Floor),
         "client" => Ok(Target::Client),
         "bins" => Ok(Target::Bins),
-        _ => testcluster::steps::parse(text)
+        _ => course::steps::parse(text)
             .filter(|_| text.starts_with("step-"))
             .map(|step| Target::Step(step.number))
             .ok_or_else(|| {
                 format!(
                     "{text:?} is not a target: floor, client, bins or step-1 … step-{}",
-                    testcluster::steps::STEPS.len()
+                    course::steps::STEPS.len()
                 )
             }),
     }
@@ -723,7 +723,7 @@ fn git(root: &Path, args: &[&str]) -> Result<String> {
 }
 
 fn cargo(dir: &Path, args: &[&str], target_dir: Option<&Path>) -> Result<()> {
-    let mut command = testcluster::cargo::command(dir, args).std();
+    let mut command = course::cargo::command(dir, args).std();
     command
         // The learner's defaults, whatever this shell or CI set.
         .env_remove("CARGO_INCREMENTAL")

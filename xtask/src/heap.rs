@@ -151,8 +151,7 @@ pub async fn heap_profile(args: HeapArgs) -> Result<()> {
     // 110 Pods, so most stay Pending: the statuses stop changing) for a while.
     tokio::time::sleep(Duration::from_secs(STEADY_SECONDS)).await;
     let pid = child.id().context("step 8 exited early")?;
-    // SAFETY: kill(2) on the PID of the child we started, with a valid signal.
-    unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) };
+    testcluster::signal(pid, libc::SIGTERM).context("SIGTERM to step 8")?;
     // dhat resolves every stack's symbols and writes the file as it stops.
     let exit = tokio::time::timeout(Duration::from_secs(300), child.wait())
         .await

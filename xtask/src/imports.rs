@@ -441,6 +441,7 @@ mod tests {
         match package {
             "xtask" => env!("OUT_DIR").into(),
             "testcluster" => testcluster::OUT_DIR.into(),
+            "course" => course::OUT_DIR.into(),
             other => panic!("{other} has a build script: say here where it writes"),
         }
     }
@@ -475,7 +476,7 @@ mod tests {
         for (files, name) in [
             (&xtask, "starter.rs"),
             (&xtask, "capture.rs"),
-            (&read("testcluster", "testcluster/src/lib.rs"), "check.rs"),
+            (&read("course", "course/src/lib.rs"), "check.rs"),
         ] {
             assert!(
                 files

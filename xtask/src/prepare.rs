@@ -11,7 +11,7 @@
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use testcluster::checks::Target;
+use course::checks::Target;
 use testcluster::{ControlPlane, Options};
 
 use crate::workspace::repo_root;
@@ -81,7 +81,7 @@ pub async fn prepare() -> Result<()> {
         echo: false,
         keep: false,
     };
-    let report = testcluster::steps::check(2, &target).await?;
+    let report = course::steps::check(2, &target).await?;
     println!("{report}");
     drop(cp); // stops every process of the control plane by PID
     if !report.passed() {

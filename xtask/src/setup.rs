@@ -317,7 +317,7 @@ pub fn ensure_test_prerequisites() -> Result<()> {
         );
         for tool in &wanted {
             let cargo =
-                testcluster::cargo::command(&crate::workspace::repo_root(), &tool.install_args());
+                course::cargo::command(&crate::workspace::repo_root(), &tool.install_args());
             println!("    $ {cargo}");
             run(&mut cargo.std())?;
             let found = installed_version(tool);

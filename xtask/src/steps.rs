@@ -5,7 +5,7 @@
 //! `cargo xtask steps` writes both, then what `cargo xtask workshop` writes.
 
 use anyhow::{Context, Result, bail, ensure};
-use testcluster::steps::{Branch, STEPS, Step, behaviours};
+use course::steps::{Branch, STEPS, Step, behaviours};
 
 use crate::{generated, markdown};
 

@@ -1,5 +1,5 @@
 //! Where a benchmark run's time went, read from the flow of its JSON log
-//! (`testcluster::flow`): when the watch showed the Foos, how long their
+//! (`course::flow`): when the watch showed the Foos, how long their
 //! keys waited in the queue, how busy the workers were, and how long the
 //! requests of the syncs took. `cargo xtask bench` keeps one for each run
 //! with the flow on, so that the page can set a slow run beside a fast one.

@@ -4,7 +4,7 @@
 //! otherwise starts the local control plane; installs the CRD; builds the
 //! step and runs it with `SAMPLE_CONTROLLER_LOG_JSON` pointing at
 //! `target/flow/step-N.log.jsonl`, its log as JSON; serves, on 127.0.0.1
-//! only, a page that draws the flow of that log (`testcluster::flow`) as it
+//! only, a page that draws the flow of that log (`course::flow`) as it
 //! is written (book/theme/flow.js and flow.css, the same view the book's
 //! replays use) over server-sent events. Whatever anyone does to the cluster from another
 //! terminal (`kubectl apply`, `scale`, `delete`) flows through the step and
@@ -63,7 +63,7 @@ fn page(title: &str) -> String {
 
 /// `step-3 to step-8`: the steps with a flow, from the step registry.
 pub fn drawable() -> String {
-    let mut drawn = testcluster::steps::drawn().map(|s| s.binary);
+    let mut drawn = course::steps::drawn().map(|s| s.binary);
     let first = drawn.next().unwrap_or_default();
     format!("{first} to {}", drawn.last().unwrap_or(first))
 }
@@ -79,8 +79,8 @@ pub fn about() -> String {
 
 /// The step `text` names (`step-5` or `5`), if it has a flow to draw; else
 /// an error that says which steps do.
-fn drawn_step(text: &str) -> Result<&'static testcluster::steps::Step> {
-    let Some(step) = testcluster::steps::parse(text) else {
+fn drawn_step(text: &str) -> Result<&'static course::steps::Step> {
+    let Some(step) = course::steps::parse(text) else {
         bail!("{text:?} is not a step: give {}", drawable());
     };
     if step.flow.is_none() {
@@ -181,8 +181,7 @@ pub async fn watch(args: WatchArgs) -> Result<()> {
 
     println!("==> Stopping {}", step.binary);
     if let Some(pid) = child.id() {
-        // SAFETY: kill only sends a signal to the process we started.
-        unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) };
+        let _ = testcluster::signal(pid, libc::SIGTERM); // gone already: wait() says so
     }
     match tokio::time::timeout(Duration::from_secs(10), child.wait()).await {
         Ok(status) => println!("    {} exited: {}", step.binary, status?),
@@ -250,7 +249,7 @@ pub fn router(log: PathBuf, title: &str) -> Router {
 /// Server-sent events: one per line of the flow, read from the log as it
 /// grows (each client reads it from the start, with a flow of its own).
 async fn events(State(log): State<Arc<PathBuf>>) -> impl IntoResponse {
-    let mut flow = testcluster::flow::Flow::default();
+    let mut flow = course::flow::Flow::default();
     let lines = follow(log.as_ref().clone())
         .flat_map(move |record| stream::iter(flow.read(&record)))
         .map(|line| Ok::<_, Infallible>(Event::default().data(Value::Object(line).to_string())));
@@ -293,8 +292,8 @@ mod tests {
 
     #[test]
     fn the_steps_it_draws_are_the_registrys_steps_with_a_flow() {
-        let first = testcluster::steps::drawn().next().unwrap().number;
-        let last = testcluster::steps::drawn().last().unwrap().number;
+        let first = course::steps::drawn().next().unwrap().number;
+        let last = course::steps::drawn().last().unwrap().number;
         assert_eq!(first, 3, "the first step with a queue");
         let range = format!("step-{first} to step-{last}");
         assert_eq!(drawable(), range);
@@ -307,7 +306,7 @@ mod tests {
             "{error}"
         );
         assert!(error.ends_with(&format!("give {range}")), "{error}");
-        let after_the_last = format!("step-{}", testcluster::steps::STEPS.len() + 1);
+        let after_the_last = format!("step-{}", course::steps::STEPS.len() + 1);
         for wrong in [after_the_last.as_str(), "nine", ""] {
             let error = drawn_step(wrong).unwrap_err().to_string();
             assert!(
@@ -344,7 +343,7 @@ mod tests {
         let started = std::time::Instant::now();
         loop {
             let log = std::fs::read_to_string(path).unwrap_or_default();
-            let trace = testcluster::flow::from_log(&log);
+            let trace = course::flow::from_log(&log);
             if trace
                 .lines()
                 .any(|line| needles.iter().all(|n| line.contains(n)))
@@ -549,8 +548,7 @@ mod tests {
         drop(browser);
 
         if let Some(pid) = step.id() {
-            // SAFETY: kill only sends a signal to the process we started.
-            unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) };
+            testcluster::signal(pid, libc::SIGTERM).unwrap();
         }
         assert!(step.wait().await.unwrap().success());
         server.abort();

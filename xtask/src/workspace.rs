@@ -7,9 +7,9 @@ use anyhow::{Context, Result};
 
 /// `cargo ARGS` in the repository, as the user's own shell would run it
 /// (none of the variables `cargo xtask` got for xtask itself: see
-/// `testcluster::cargo`), so that it shares their builds.
-pub fn cargo(args: &[&str]) -> testcluster::cargo::Cargo {
-    testcluster::cargo::command(&repo_root(), args)
+/// `course::cargo`), so that it shares their builds.
+pub fn cargo(args: &[&str]) -> course::cargo::Cargo {
+    course::cargo::command(&repo_root(), args)
 }
 
 /// The repository root (parent of `xtask/`).

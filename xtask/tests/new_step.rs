@@ -141,7 +141,7 @@ fn add_step_9(copy: &Path) {
 /// and the copy's own target directory; panics unless it exits as
 /// `success` says, printing what it printed.
 fn cargo(copy: &Path, args: &[&str], success: bool) -> Output {
-    let command = testcluster::cargo::command(copy, args)
+    let command = course::cargo::command(copy, args)
         .env("CARGO_BUILD_BUILD_DIR", target_dir())
         .env("CARGO_TARGET_DIR", copy_target(copy));
     println!("==> {command}");
@@ -240,7 +240,7 @@ async fn a_new_step_folder_is_built_registered_tested_captured_checked_and_offer
     // capture, starter and its [[bin]], check.
     cargo(
         &copy,
-        &["test", "-q", "-p", "testcluster", "--test", "registry"],
+        &["test", "-q", "-p", "course", "--test", "registry"],
         true,
     );
     // Tested: tests/steps.rs has a test for its check.

@@ -603,8 +603,7 @@ impl Run {
             pid.and_then(|pid| Some((status_kib(pid, "RssAnon")?, status_kib(pid, "RssFile")?)));
         if let Some(child) = controller.as_mut() {
             if let Some(pid) = child.id() {
-                // SAFETY: kill(2) on the PID of the child we started, with a valid signal.
-                unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) };
+                let _ = testcluster::signal(pid, libc::SIGTERM); // gone already: wait() says so
             }
             let _ = tokio::time::timeout(Duration::from_secs(15), child.wait()).await;
         }
@@ -625,7 +624,7 @@ impl Run {
                 let log = std::fs::read_to_string(path)
                     .with_context(|| format!("reading the JSON log {}", path.display()))?;
                 let _ = std::fs::remove_file(path);
-                let flow = testcluster::flow::from_log(&log);
+                let flow = course::flow::from_log(&log);
                 let lines = flow.lines().count();
                 anyhow::ensure!(
                     lines > n,
@@ -801,7 +800,7 @@ fn learner_build(root: &Path) -> Result<(Duration, Duration)> {
 
 fn cargo(root: &Path, args: &[&str], target: Option<&PathBuf>) -> Result<Duration> {
     let started = Instant::now();
-    let mut command = testcluster::cargo::command(root, args).std();
+    let mut command = course::cargo::command(root, args).std();
     if let Some(dir) = target {
         command.env("CARGO_TARGET_DIR", dir);
     }

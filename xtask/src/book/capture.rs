@@ -15,7 +15,7 @@ use std::time::Duration;
 use anyhow::{Context, Result, ensure};
 use kube::Client;
 
-use testcluster::harness;
+use course::harness;
 
 use crate::kubectl::Kubectl;
 
@@ -141,7 +141,7 @@ impl Run {
             .args(extra)
             .env_remove("RUST_BACKTRACE")
             .env_remove("RUST_LIB_BACKTRACE");
-        if testcluster::steps::parse(bin).is_some_and(|step| step.flow.is_some()) {
+        if course::steps::parse(bin).is_some_and(|step| step.flow.is_some()) {
             // The JSON log of the run, whose flow the chapter replays (recordings.rs).
             let log = recordings::log_path(namespace);
             std::fs::create_dir_all(log.parent().unwrap_or(Path::new(".")))?;

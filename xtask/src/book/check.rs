@@ -196,10 +196,10 @@ fn check_includes(pages: &BTreeMap<PathBuf, String>) -> Result<Vec<String>> {
 /// workshop only through `tracing` and from outside, so none of these may
 /// appear in code the book prints.
 const TOOLING_MARKERS: &[(&str, &str)] = &[
-    ("flow::", "the live view (testcluster/src/flow.rs)"),
-    ("Flow::", "the live view (testcluster/src/flow.rs)"),
-    ("flow.", "the live view (testcluster/src/flow.rs)"),
-    ("_flow", "the live view (testcluster/src/flow.rs)"),
+    ("flow::", "the live view (course/src/flow.rs)"),
+    ("Flow::", "the live view (course/src/flow.rs)"),
+    ("flow.", "the live view (course/src/flow.rs)"),
+    ("_flow", "the live view (course/src/flow.rs)"),
     ("QueueFlow", "the live view"),
     ("ControllerFlow", "the live view"),
     ("SAMPLE_CONTROLLER_FLOW", "the live view"),
@@ -290,7 +290,7 @@ fn anchor_name<'a>(line: &'a str, marker: &str) -> Option<&'a str> {
 /// step file and its captured output.
 fn check_step_chapters(src: &Path) -> Result<Vec<String>> {
     let mut failures = Vec::new();
-    for step in testcluster::steps::STEPS {
+    for step in course::steps::STEPS {
         let n = step.number;
         let chapter = src.join(step.chapter);
         let Ok(text) = std::fs::read_to_string(&chapter) else {
@@ -347,7 +347,7 @@ fn check_table_code(src: &Path) -> Result<Vec<String>> {
         }
     }
     let mut failures = Vec::new();
-    for step in testcluster::steps::STEPS {
+    for step in course::steps::STEPS {
         let chapter = src.join(step.chapter);
         let text = std::fs::read_to_string(&chapter)
             .with_context(|| format!("reading {}", rel(&chapter)))?;
@@ -732,7 +732,7 @@ mod tests {
         assert_eq!(check_step_chapters(&src).unwrap(), Vec::<String>::new());
         // The chapters in a scratch copy of book/src, step 5's spoiled.
         let copy = tempfile::tempdir().unwrap();
-        for step in testcluster::steps::STEPS {
+        for step in course::steps::STEPS {
             let text = std::fs::read_to_string(src.join(step.chapter)).unwrap();
             std::fs::write(copy.path().join(step.chapter), text).unwrap();
         }
@@ -786,7 +786,7 @@ mod tests {
             [(
                 5,
                 "flow::forget(&key); // for the live view",
-                "the live view (testcluster/src/flow.rs)"
+                "the live view (course/src/flow.rs)"
             )]
         );
         // The whole file: the profiler's line too, and no ANCHOR lines.

@@ -38,7 +38,7 @@ const OTHER_OUTPUT_FILES: &[&str] = &[
 
 /// Every capture: each step's (the step registry says which) and the others.
 pub(super) fn output_files() -> Vec<&'static str> {
-    testcluster::steps::STEPS
+    course::steps::STEPS
         .iter()
         .flat_map(|s| s.captures.iter().copied())
         .chain(OTHER_OUTPUT_FILES.iter().copied())
@@ -136,7 +136,7 @@ pub(super) async fn outputs(only: &[String], check: bool) -> Result<()> {
     }
     // Each step's chapter: its folder's capture scenario (capture.rs), then
     // the flow its run logged, if its chapter replays one.
-    for step in testcluster::steps::STEPS {
+    for step in course::steps::STEPS {
         if !step.captures.iter().any(|c| wanted(c)) {
             continue;
         }
@@ -257,7 +257,7 @@ fn compare(committed: &Path, fresh: &Path) -> Result<()> {
             Some(file) => {
                 let recording = file.trim_end_matches(".jsonl");
                 // A recording is written by its step's first capture.
-                let step = testcluster::steps::STEPS
+                let step = course::steps::STEPS
                     .iter()
                     .find(|s| s.flow == Some(recording));
                 (
@@ -330,7 +330,7 @@ mod tests {
                 "{name} is in OTHER_OUTPUT_FILES but `outputs` never writes it"
             );
         }
-        for step in testcluster::steps::STEPS {
+        for step in course::steps::STEPS {
             assert!(
                 STEP_CAPTURES.iter().any(|(n, _)| *n == step.number),
                 "step {} shows {:?} but steps/step-{}/ has no capture.rs",

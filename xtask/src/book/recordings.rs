@@ -1,6 +1,6 @@
 //! The flow recordings the step chapters replay (`{{#flow NAME}}`): the
 //! flow of the JSON log a step writes with `SAMPLE_CONTROLLER_LOG_JSON` set
-//! (`testcluster::flow`), during the very run whose transcript is its
+//! (`course::flow`), during the very run whose transcript is its
 //! chapter's capture, so the replay and the text show the same run.
 //!
 //! `cargo xtask book outputs` runs each step with the variable pointing at
@@ -152,10 +152,10 @@ pub(super) fn record(out: &Path, name: &str, ns: &str) -> Result<()> {
     let from = log_path(ns);
     let log = std::fs::read_to_string(&from)
         .with_context(|| format!("reading the JSON log of {name}'s run, {}", rel(&from)))?;
-    let trace = testcluster::flow::from_log(&log);
+    let trace = course::flow::from_log(&log);
     let lines = parse(name, &trace)?;
     let all: BTreeSet<String> = lines.iter().map(shape).collect();
-    let shows = testcluster::steps::STEPS
+    let shows = course::steps::STEPS
         .iter()
         .filter(|step| step.flow == Some(name))
         .flat_map(|step| step.flow_shows);
@@ -417,7 +417,7 @@ mod tests {
         let dir = crate::workspace::repo_root()
             .join("book/src/outputs")
             .join(DIR);
-        for step in testcluster::steps::drawn() {
+        for step in course::steps::drawn() {
             let name = step.flow.unwrap();
             let trace = std::fs::read_to_string(dir.join(format!("{name}.jsonl"))).unwrap();
             let all: BTreeSet<String> = parse(name, &trace).unwrap().iter().map(shape).collect();

@@ -12,7 +12,7 @@ use anyhow::{Context, Result};
 /// One problem per step chapter whose "Run it" block and captures differ.
 pub(super) fn check_run_it(src: &Path) -> Result<Vec<String>> {
     let mut failures = Vec::new();
-    for step in testcluster::steps::STEPS {
+    for step in course::steps::STEPS {
         let name = step.chapter;
         let path = src.join(name);
         let page = std::fs::read_to_string(&path)

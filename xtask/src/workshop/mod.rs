@@ -618,14 +618,14 @@ mod tests {
 
     #[test]
     fn every_step_with_a_starter_has_a_spec_and_no_other() {
-        let registry: Vec<u8> = testcluster::steps::STEPS
+        let registry: Vec<u8> = course::steps::STEPS
             .iter()
             .filter(|s| s.starter.is_some())
             .map(|s| s.number)
             .collect();
         let specs: Vec<u8> = SPECS.iter().map(|s| s.step).collect();
         assert_eq!(registry, specs);
-        for step in testcluster::steps::STEPS {
+        for step in course::steps::STEPS {
             if let Some(starter) = step.starter {
                 assert_eq!(starter.file, starter_path(step.number));
             }

@@ -7,9 +7,9 @@ use std::process::Command;
 use std::time::Duration;
 
 use anyhow::{Context, Result, ensure};
+use course::harness;
 use kube::api::Api;
 use sample_controller::Foo;
-use testcluster::harness;
 use tokio::sync::mpsc;
 
 use crate::book::capture::*;
@@ -583,14 +583,7 @@ impl Replicas {
     pub(super) fn signal(&self, name: &str, signal: libc::c_int) -> Result<()> {
         let (child, _) = self.running.get(name).context("no such replica")?;
         let pid = child.id().context("the replica already exited")?;
-        // SAFETY: kill(2) on the PID of a child we started and have not reaped, with a valid signal.
-        let sent = unsafe { libc::kill(pid as libc::pid_t, signal) };
-        ensure!(
-            sent == 0,
-            "kill({pid}, {signal}): {}",
-            std::io::Error::last_os_error()
-        );
-        Ok(())
+        testcluster::signal(pid, signal).with_context(|| format!("kill({pid}, {signal})"))
     }
 
     /// Waits until replica `name` has closed its output and exited; its exit code.

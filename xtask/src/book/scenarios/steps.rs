@@ -51,8 +51,7 @@ pub(in crate::book) async fn watch_list(env: &Env, cp: &ControlPlane) -> Result<
         let mut child = crate::measure::start(&exe, &args, &log).await?;
         tokio::time::sleep(Duration::from_secs(1)).await;
         if let Some(pid) = child.id() {
-            // SAFETY: kill(2) on the PID of the child we started, with a valid signal.
-            unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) };
+            let _ = testcluster::signal(pid, libc::SIGTERM); // gone already: wait() says so
         }
         tokio::time::timeout(Duration::from_secs(15), child.wait())
             .await

@@ -6,9 +6,9 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use course::checks::{self, Target};
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, PostParams};
-use testcluster::checks::{self, Target};
 use testcluster::{ControlPlane, Options};
 
 use checks::{CHECK_LABEL as BY, KEPT_LABEL as KEPT};

@@ -1,4 +1,4 @@
-//! The step registry (`testcluster::steps`) is complete: every entry's
+//! The step registry (`course::steps`) is complete: every entry's
 //! binary, chapter, starter, captures and README row exist, so that adding a
 //! step is its files, one entry and its chapter (CONTRIBUTING.md), and a
 //! forgotten piece fails here with what is missing.
@@ -6,7 +6,7 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use testcluster::steps::STEPS;
+use course::steps::STEPS;
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -265,7 +265,7 @@ fn each_step_needs_what_the_one_before_did_except_where_apply_replaces_update() 
     // Steps 1-7 add a layer each; step 8 applies (patch) where step 7
     // updates, and needs nothing else step 7 did not. (src/rbac.rs compares
     // steps 7 and 8 with manifests/rbac.yaml.)
-    let table = |step: &testcluster::steps::Step| -> BTreeSet<String> {
+    let table = |step: &course::steps::Step| -> BTreeSet<String> {
         step.permissions
             .iter()
             .map(|p| match p.subresource {

@@ -24,7 +24,7 @@ fn root() -> &'static Path {
 /// `cargo ARGS` as a user's shell runs it: this process's environment
 /// without the `CARGO_*` variables cargo sets for a program it runs (kept:
 /// the user's own configuration, listed here independently of
-/// `testcluster::cargo`).
+/// `course::cargo`).
 fn users_cargo(args: &[&str]) -> Command {
     const USERS: &[&str] = &[
         "CARGO_HOME",

@@ -293,8 +293,8 @@ impl Process {
         let pid = self
             .pid()
             .with_context(|| format!("{} already exited", self.name))?;
-        // SAFETY: kill(2) on the PID of a child we started and have not reaped, with a valid signal.
-        unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) };
+        testcluster::signal(pid, libc::SIGTERM)
+            .with_context(|| format!("SIGTERM to {} (PID {pid})", self.name))?;
         self.wait().await
     }
 }

@@ -334,7 +334,7 @@ async fn sweep(client: &Client) -> Result<()> {
             .rsplit_once('.')
             .filter(|(h, _)| *h == host)
             .and_then(|(_, pid)| pid.parse::<u32>().ok())
-            .is_some_and(|pid| !crate::process::pid_exists(pid));
+            .is_some_and(|pid| !testcluster::pid_exists(pid));
         if gone {
             delete_namespace(&api, &ns.name_any()).await?;
         }

@@ -8,7 +8,7 @@
 //! table: `cargo xtask check`, the checks themselves ([`crate::checks`]),
 //! tests/steps.rs, the starters' tests, the book's captures, the RBAC tests
 //! (CONTRIBUTING.md has the recipe for a new step;
-//! testcluster/tests/registry.rs checks that every entry is complete).
+//! course/tests/registry.rs checks that every entry is complete).
 
 use sample_controller::diagnose::Permission;
 use sample_controller::rbac;

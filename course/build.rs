@@ -1,0 +1,212 @@
+//! Generates, from every `steps/step-N/` folder, the step registry of
+//! `src/steps.rs` (its `step.toml`, and whether it has a `check.rs` and a
+//! `starter.rs`), and the declarations that make each `check.rs` module
+//! `checks::stepN`: a step is known because its folder exists.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+fn main() {
+    registry();
+}
+
+/// A step's `step.toml` (the fields are `Step`'s in src/steps.rs).
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StepToml {
+    title: String,
+    go: String,
+    chapter: String,
+    permissions: String,
+    captures: Vec<String>,
+    /// What its flow recording must show; none: it has no recording.
+    #[serde(default)]
+    flow: Vec<Shows>,
+    /// The branches of its Go counterpart and what checks each.
+    #[serde(default)]
+    branch: Vec<BranchToml>,
+}
+
+/// A `[[branch]]` of a step.toml (the fields are `Branch`'s in src/steps.rs).
+#[derive(serde::Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+struct BranchToml {
+    go: String,
+    check: Option<String>,
+    wrong: Option<String>,
+    mistake: Option<String>,
+    fix: Option<String>,
+    rust: Option<String>,
+    unchecked: Option<String>,
+}
+
+/// A line a step's flow recording must show.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Shows {
+    shape: String,
+    shows: String,
+}
+
+/// A step folder's Cargo.toml: the package's name and its binaries.
+#[derive(serde::Deserialize)]
+struct Manifest {
+    package: PackageName,
+    #[serde(default)]
+    bin: Vec<Bin>,
+}
+
+#[derive(serde::Deserialize)]
+struct PackageName {
+    name: String,
+}
+
+#[derive(serde::Deserialize)]
+struct Bin {
+    name: String,
+    path: String,
+}
+
+/// What build.rs read of one step folder.
+struct Found {
+    package: String,
+    source: String,
+    step: StepToml,
+    /// `check.rs`, if the folder has one (absolute).
+    check: Option<String>,
+    /// Whether the folder has a `starter.rs` (xtask's workshop spec).
+    starter: bool,
+}
+
+/// `steps/step-N/step.toml` for every N, with the package and main file
+/// of `steps/step-N/Cargo.toml`, as `STEPS` in `OUT_DIR/steps.rs`; each
+/// `check.rs` as a module of `checks` in `OUT_DIR/checks.rs`.
+fn registry() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let steps = root.join("steps");
+    println!("cargo::rerun-if-changed={}", steps.display());
+    let mut found: BTreeMap<u8, Found> = BTreeMap::new();
+    let entries = std::fs::read_dir(&steps)
+        .unwrap_or_else(|err| panic!("reading {}: {err}", steps.display()));
+    for entry in entries {
+        let folder = entry.expect("a directory entry").path();
+        let name = folder
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned();
+        let Some(number) = name.strip_prefix("step-").filter(|_| folder.is_dir()) else {
+            continue;
+        };
+        let number: u8 = number
+            .parse()
+            .unwrap_or_else(|_| panic!("{}: a step folder is steps/step-N", folder.display()));
+        let path = folder.join("step.toml");
+        println!("cargo::rerun-if-changed={}", path.display());
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|err| {
+            panic!(
+                "{}: a step folder needs its step.toml: {err}",
+                path.display()
+            )
+        });
+        let step: StepToml =
+            toml::from_str(&text).unwrap_or_else(|err| panic!("{}: {err}", path.display()));
+        let manifest_path = folder.join("Cargo.toml");
+        println!("cargo::rerun-if-changed={}", manifest_path.display());
+        let manifest: Manifest = std::fs::read_to_string(&manifest_path)
+            .map_err(|err| err.to_string())
+            .and_then(|text| toml::from_str(&text).map_err(|err| err.to_string()))
+            .unwrap_or_else(|err| {
+                panic!(
+                    "{}: a step folder is a package: {err}",
+                    manifest_path.display()
+                )
+            });
+        let bin = manifest
+            .bin
+            .iter()
+            .find(|bin| bin.name == name)
+            .unwrap_or_else(|| panic!("{}: no [[bin]] named {name}", manifest_path.display()));
+        let source = format!("steps/{name}/{}", bin.path);
+        let check = folder.join("check.rs");
+        let check = check.is_file().then(|| {
+            let path = check.canonicalize().expect("check.rs has a path");
+            path.to_str().expect("a UTF-8 path").to_string()
+        });
+        let starter = folder.join("starter.rs").is_file();
+        found.insert(
+            number,
+            Found {
+                package: manifest.package.name,
+                source,
+                step,
+                check,
+                starter,
+            },
+        );
+    }
+    let mut out = String::from(
+        "/// Every step, in order: one per `steps/step-N/step.toml`.\npub const STEPS: &[Step] = &[\n",
+    );
+    for (number, found) in &found {
+        let Found {
+            package,
+            source,
+            step,
+            ..
+        } = found;
+        let starter = if found.starter {
+            format!(
+                "Some(Starter {{ file: \"workshop/step-{number}.rs\", binary: \"workshop-step-{number}\" }})"
+            )
+        } else {
+            "None".into()
+        };
+        let check = if found.check.is_some() {
+            format!("checks::step{number}::SCENARIOS")
+        } else {
+            "&[]".into()
+        };
+        let flow = if step.flow.is_empty() {
+            "None".into()
+        } else {
+            format!("Some(\"step-{number}\")")
+        };
+        let shows: Vec<(&str, &str)> = step
+            .flow
+            .iter()
+            .map(|line| (line.shape.as_str(), line.shows.as_str()))
+            .collect();
+        let mut branches = String::from("&[");
+        for b in &step.branch {
+            branches.push_str(&format!(
+                "\n            Branch {{ go: {:?}, check: {:?}, wrong: {:?}, mistake: {:?}, \
+                 fix: {:?}, rust: {:?}, unchecked: {:?} }},",
+                b.go, b.check, b.wrong, b.mistake, b.fix, b.rust, b.unchecked
+            ));
+        }
+        branches.push_str("\n        ]");
+        out.push_str(&format!(
+            "    Step {{\n        number: {number},\n        binary: \"step-{number}\",\n        \
+             title: {:?},\n        go: {:?},\n        package: {package:?},\n        source: {source:?},\n        \
+             chapter: {:?},\n        permissions: rbac::{},\n        starter: {starter},\n        \
+             check: {check},\n        captures: &{:?},\n        flow: {flow},\n        \
+             flow_shows: &{shows:?},\n        branches: {branches},\n    }},\n",
+            step.title, step.go, step.chapter, step.permissions, step.captures,
+        ));
+    }
+    out.push_str("];\n");
+    let out_dir = std::env::var("OUT_DIR").expect("OUT_DIR");
+    std::fs::write(Path::new(&out_dir).join("steps.rs"), out).expect("writing steps.rs");
+
+    let mut checks = String::new();
+    for (number, found) in &found {
+        if let Some(path) = &found.check {
+            checks.push_str(&format!(
+                "/// Step {number}'s check: `steps/step-{number}/check.rs`.\n\
+                 #[path = {path:?}]\npub(crate) mod step{number};\n"
+            ));
+        }
+    }
+    std::fs::write(Path::new(&out_dir).join("checks.rs"), checks).expect("writing checks.rs");
+}

@@ -1,0 +1,34 @@
+//! The course's engine: what the tooling knows of the steps, and how it runs
+//! and checks them against a real API server.
+//!
+//! - [`steps`]: the step registry, read from each `steps/step-N/step.toml`
+//!   by this crate's build script (a step exists because its folder does);
+//! - [`checks`]: what steps 2–8 must do, one report line per behaviour, for
+//!   `tests/steps.rs` and `cargo xtask check step-N` (each step's scenarios
+//!   are its folder's `check.rs`);
+//! - [`harness`]: a step, a starter or the Go sample-controller run as a
+//!   child process, its output read line by line, and the objects its
+//!   scenarios create;
+//! - [`proxy`]: a fault-injecting proxy between a step and the API server
+//!   (a watch held behind, a request refused, a cut);
+//! - [`flow`]: a step's JSON log read as the flow of queue, worker, API and
+//!   Event lines the book replays;
+//! - [`cargo`]: cargo run from a program cargo started, building what the
+//!   user's own `cargo build` builds.
+//!
+//! It depends on the control plane (`testcluster`) to have somewhere to run,
+//! and on the lesson's shared crate for the Foo and the RBAC tables. It never
+//! depends on a step's package: a step is a binary it runs, never code it
+//! calls. Nothing of the book or of the performance tooling is here.
+
+pub mod cargo;
+pub mod checks;
+pub mod flow;
+pub mod harness;
+pub mod proxy;
+pub mod steps;
+
+/// Where this crate's build script wrote what it makes from the step
+/// folders (the registry, the list of the steps' check modules), for
+/// tools that read this crate's modules as the compiler does.
+pub const OUT_DIR: &str = env!("OUT_DIR");
