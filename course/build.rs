@@ -1,7 +1,8 @@
 //! Generates, from every `steps/step-N/` folder, the step registry of
-//! `src/steps.rs` (its `step.toml`, and whether it has a `check.rs` and a
-//! `starter.rs`), and the declarations that make each `check.rs` module
-//! `checks::stepN`: a step is known because its folder exists.
+//! `src/steps.rs` (its `step.toml`, and whether it has a `starter.rs`): a
+//! step is known because its folder exists. (Its `check.rs` is declared in
+//! `src/checks/mod.rs`, in source, by `cargo xtask steps`, so that rustfmt
+//! and editors see it.)
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -72,15 +73,12 @@ struct Found {
     package: String,
     source: String,
     step: StepToml,
-    /// `check.rs`, if the folder has one (absolute).
-    check: Option<String>,
     /// Whether the folder has a `starter.rs` (xtask's workshop spec).
     starter: bool,
 }
 
 /// `steps/step-N/step.toml` for every N, with the package and main file
-/// of `steps/step-N/Cargo.toml`, as `STEPS` in `OUT_DIR/steps.rs`; each
-/// `check.rs` as a module of `checks` in `OUT_DIR/checks.rs`.
+/// of `steps/step-N/Cargo.toml`, as `STEPS` in `OUT_DIR/steps.rs`.
 fn registry() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let steps = root.join("steps");
@@ -128,11 +126,6 @@ fn registry() {
             .find(|bin| bin.name == name)
             .unwrap_or_else(|| panic!("{}: no [[bin]] named {name}", manifest_path.display()));
         let source = format!("steps/{name}/{}", bin.path);
-        let check = folder.join("check.rs");
-        let check = check.is_file().then(|| {
-            let path = check.canonicalize().expect("check.rs has a path");
-            path.to_str().expect("a UTF-8 path").to_string()
-        });
         let starter = folder.join("starter.rs").is_file();
         found.insert(
             number,
@@ -140,7 +133,6 @@ fn registry() {
                 package: manifest.package.name,
                 source,
                 step,
-                check,
                 starter,
             },
         );
@@ -161,11 +153,6 @@ fn registry() {
             )
         } else {
             "None".into()
-        };
-        let check = if found.check.is_some() {
-            format!("checks::step{number}::SCENARIOS")
-        } else {
-            "&[]".into()
         };
         let flow = if step.flow.is_empty() {
             "None".into()
@@ -190,7 +177,7 @@ fn registry() {
             "    Step {{\n        number: {number},\n        binary: \"step-{number}\",\n        \
              title: {:?},\n        go: {:?},\n        package: {package:?},\n        source: {source:?},\n        \
              chapter: {:?},\n        permissions: rbac::{},\n        starter: {starter},\n        \
-             check: {check},\n        captures: &{:?},\n        flow: {flow},\n        \
+             captures: &{:?},\n        flow: {flow},\n        \
              flow_shows: &{shows:?},\n        branches: {branches},\n    }},\n",
             step.title, step.go, step.chapter, step.permissions, step.captures,
         ));
@@ -198,15 +185,4 @@ fn registry() {
     out.push_str("];\n");
     let out_dir = std::env::var("OUT_DIR").expect("OUT_DIR");
     std::fs::write(Path::new(&out_dir).join("steps.rs"), out).expect("writing steps.rs");
-
-    let mut checks = String::new();
-    for (number, found) in &found {
-        if let Some(path) = &found.check {
-            checks.push_str(&format!(
-                "/// Step {number}'s check: `steps/step-{number}/check.rs`.\n\
-                 #[path = {path:?}]\npub(crate) mod step{number};\n"
-            ));
-        }
-    }
-    std::fs::write(Path::new(&out_dir).join("checks.rs"), checks).expect("writing checks.rs");
 }

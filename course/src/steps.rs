@@ -38,9 +38,6 @@ pub struct Step {
     pub permissions: &'static [Permission],
     /// Its workshop starter, if it has one.
     pub starter: Option<Starter>,
-    /// The scenarios of its check (`cargo xtask check step-N`); empty for a
-    /// step without one.
-    pub check: &'static [CheckScenario],
     /// The captures (book/src/outputs) its chapter shows.
     pub captures: &'static [&'static str],
     /// The recording of its flow that its chapter replays (`{{#flow NAME}}`,
@@ -91,6 +88,18 @@ pub struct Starter {
 // `STEPS`: one entry per steps/step-N/step.toml, written by build.rs.
 include!(concat!(env!("OUT_DIR"), "/steps.rs"));
 
+impl Step {
+    /// The scenarios of its check (`cargo xtask check step-N`): its folder's
+    /// `check.rs`, compiled in as `checks::stepN`; empty for a step without
+    /// one.
+    pub fn check(&self) -> &'static [CheckScenario] {
+        checks::BY_STEP
+            .iter()
+            .find(|(number, _)| *number == self.number)
+            .map_or(&[], |(_, scenarios)| *scenarios)
+    }
+}
+
 /// Step `number`, if there is one.
 pub fn step(number: u8) -> Option<&'static Step> {
     STEPS.iter().find(|s| s.number == number)
@@ -98,7 +107,7 @@ pub fn step(number: u8) -> Option<&'static Step> {
 
 /// The steps that have a check (`cargo xtask check step-N`).
 pub fn checked() -> impl Iterator<Item = &'static Step> {
-    STEPS.iter().filter(|s| !s.check.is_empty())
+    STEPS.iter().filter(|s| !s.check().is_empty())
 }
 
 /// The steps with a flow to draw (`cargo xtask watch`, the chapters'
@@ -111,7 +120,7 @@ pub fn drawn() -> impl Iterator<Item = &'static Step> {
 /// for a step without.
 fn scenarios(step: u8) -> Result<&'static [CheckScenario]> {
     match self::step(step) {
-        Some(s) if !s.check.is_empty() => Ok(s.check),
+        Some(s) if !s.check().is_empty() => Ok(s.check()),
         _ => {
             let checked: Vec<String> = checked().map(|s| format!("step-{}", s.number)).collect();
             bail!(

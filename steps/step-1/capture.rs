@@ -1,7 +1,7 @@
 //! Step 1's capture: the run its chapter shows, `book/src/outputs/step-1.txt`,
 //! against a fresh control plane (`cargo xtask book outputs step-1.txt`).
-//! Part of xtask (`book::scenarios::step1`, declared by xtask/build.rs
-//! because this file exists).
+//! Part of xtask (`book::scenarios::step1`, declared in
+//! xtask/src/book/scenarios/mod.rs by `cargo xtask steps`).
 
 use anyhow::Result;
 

@@ -2,7 +2,7 @@
 //! scenarios that show them.
 //!
 //! Part of the checker, compiled into the course crate (`checks::step3`, declared
-//! by course/build.rs because this file exists); `cargo xtask check step-3` runs it
+//! in course/src/checks/mod.rs by `cargo xtask steps`); `cargo xtask check step-3` runs it
 //! against a starter or, with `--reference`, this step.
 
 use super::cluster::*;

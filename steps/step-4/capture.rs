@@ -1,7 +1,7 @@
 //! Step 4's capture: the run its chapter shows, `book/src/outputs/step-4.txt`,
 //! against a fresh control plane (`cargo xtask book outputs step-4.txt`).
-//! Part of xtask (`book::scenarios::step4`, declared by xtask/build.rs
-//! because this file exists).
+//! Part of xtask (`book::scenarios::step4`, declared in
+//! xtask/src/book/scenarios/mod.rs by `cargo xtask steps`).
 
 use std::time::Duration;
 

@@ -2,7 +2,7 @@
 //! this step, and what only it says (its header, each gap's instructions,
 //! the edits that call the learner's code). `cargo xtask workshop` writes
 //! the starter from it. Part of xtask (`workshop::specs::step4`, declared
-//! by xtask/build.rs because this file exists).
+//! in xtask/src/workshop/specs.rs by `cargo xtask steps`).
 
 use crate::workshop::{Piece, Spec};
 

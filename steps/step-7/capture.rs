@@ -2,8 +2,8 @@
 //! ([`whole_controller`]), run on step 7 for its chapter
 //! (`book/src/outputs/step-7.txt` and `step-7-events.txt`), against a fresh
 //! control plane (`cargo xtask book outputs step-7.txt`). Part of xtask
-//! (`book::scenarios::step7`, declared by xtask/build.rs because this file
-//! exists).
+//! (`book::scenarios::step7`, declared in
+//! xtask/src/book/scenarios/mod.rs by `cargo xtask steps`).
 
 use anyhow::Result;
 

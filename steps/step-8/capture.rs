@@ -2,8 +2,8 @@
 //! ([`whole_controller`]), run on step 8 for its chapter
 //! (`book/src/outputs/step-8.txt` and `step-8-events.txt`), against a fresh
 //! control plane (`cargo xtask book outputs step-8.txt`). Part of xtask
-//! (`book::scenarios::step8`, declared by xtask/build.rs because this file
-//! exists).
+//! (`book::scenarios::step8`, declared in
+//! xtask/src/book/scenarios/mod.rs by `cargo xtask steps`).
 
 use anyhow::{Context, Result, ensure};
 

@@ -137,9 +137,9 @@ impl Binary {
         flags
     }
 
-    /// Measured cold build time on 2 cores (empty Go build cache, module
-    /// downloads included; 2026-12-06, in `ALL`'s order), shown in the
-    /// progress line.
+    /// What to expect of a cold build on 2 cores (empty Go build cache,
+    /// module downloads included, in `ALL`'s order), shown in the progress
+    /// line.
     fn cold_build_estimate(self) -> &'static str {
         match self {
             Binary::Etcd => "~45 seconds",

@@ -97,9 +97,17 @@ async fn every_starter_finished_with_the_references_code_passes_its_check() {
         .collect();
     assert!(!starters.is_empty());
     let target = target_dir();
+    // Its own version of every package, as new_step.rs does: cargo names a
+    // workspace package's artifacts by name, version and path inside the
+    // workspace, so the copy's lesson crates would otherwise replace this
+    // repository's in the shared target directory, under a test that is
+    // running (shared_builds saw its second plain `cargo build` compile).
     let copy = copy_of_the_repository(
         "finished-starters",
-        &[("name = \"workshop-step-", "name = \"finished-step-")],
+        &[
+            ("name = \"workshop-step-", "name = \"finished-step-"),
+            ("version = \"0.1.0\"", "version = \"0.1.0-finished\""),
+        ],
     );
     let workshop = copy.join("workshop");
     let written = course::cargo::command(

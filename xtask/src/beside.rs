@@ -6,11 +6,11 @@
 //! pure CPU, and the tests' own processes always come first. Two of them:
 //!
 //! - the static musl build of step 8 that tests/image.rs runs (a release
-//!   build with fat LTO: 242 s of a warm CI run, most of it on one core).
+//!   build with fat LTO, minutes long and most of it on one core).
 //!   When that test starts, its own `cargo build` waits on the directory's
 //!   lock until this one is done, then finds nothing to do;
 //! - the oldest release's kube-apiserver, kube-controller-manager and
-//!   kube-scheduler for `oldest` (266 s on a fresh machine; cached after).
+//!   kube-scheduler for `oldest` (minutes on a fresh machine; cached after).
 
 use std::fs::File;
 use std::thread::JoinHandle;

@@ -104,7 +104,7 @@ pub async fn check(args: CheckArgs) -> Result<ExitCode> {
 /// `step-5`, `5` → step 5, if the step registry gives it a check.
 fn parse_step(text: &str) -> Result<&'static Step> {
     match steps::parse(text) {
-        Some(step) if !step.check.is_empty() => Ok(step),
+        Some(step) if !step.check().is_empty() => Ok(step),
         _ => {
             let checked: Vec<String> = steps::checked().map(|s| s.binary.to_string()).collect();
             bail!("no check for {text:?}: name one of {}", checked.join(", "))

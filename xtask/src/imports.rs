@@ -5,10 +5,10 @@
 //!
 //! A crate's files are followed from its root (each lib and bin target that
 //! `cargo metadata` lists) through their `mod NAME;` lines, `#[path]`
-//! included, and through `include!(concat!(env!("OUT_DIR"), "/NAME"))`
-//! into what its build script wrote: the modules a build script declares
-//! (the steps' checks, starters and capture scenarios) are read like any
-//! other. At each level of the module tree, the children
+//! included (the steps' checks, starters and capture scenarios, which live
+//! in the step folders), and through
+//! `include!(concat!(env!("OUT_DIR"), "/NAME"))` into what its build script
+//! wrote. At each level of the module tree, the children
 //! are the nodes, each with everything below it: `a` → `b` when a file in
 //! `a` names a path into `b` (`crate::b::…`, `super::b::…`, a `use` tree).
 //! A module naming its own ancestors (`super::helper`) or its own children
@@ -232,7 +232,11 @@ fn files(root: &Path, out_dir: Option<&Path>) -> Result<Vec<File>> {
         for (name, attribute) in declared.modules {
             let (child, owns) = match attribute {
                 // An absolute `#[path]` (a build script's) replaces the base.
-                Some(at) => (path.parent().unwrap_or(Path::new(".")).join(at), false),
+                // A step folder's file, `../../../steps/step-N/check.rs`: its real path.
+                Some(at) => {
+                    let joined = path.parent().unwrap_or(Path::new(".")).join(at);
+                    (joined.canonicalize().unwrap_or(joined), false)
+                }
                 None if dir.join(format!("{name}.rs")).is_file() => {
                     (dir.join(format!("{name}.rs")), false)
                 }
@@ -422,7 +426,7 @@ mod tests {
                 .iter()
                 .flat_map(|package| {
                     let built = package.targets.iter().any(|t| t.is_custom_build());
-                    let out_dir = built.then(|| out_dir(&package.name));
+                    let out_dir = built.then(|| out_dir(&package.name)).flatten();
                     package
                         .targets
                         .iter()
@@ -437,11 +441,11 @@ mod tests {
 
     /// Where the build script of `package` wrote the files its crate
     /// includes, for this very build.
-    fn out_dir(package: &str) -> PathBuf {
+    fn out_dir(package: &str) -> Option<PathBuf> {
         match package {
-            "xtask" => env!("OUT_DIR").into(),
-            "testcluster" => testcluster::OUT_DIR.into(),
-            "course" => course::OUT_DIR.into(),
+            "xtask" => None, // no build script
+            "testcluster" => Some(testcluster::OUT_DIR.into()),
+            "course" => Some(course::OUT_DIR.into()),
             other => panic!("{other} has a build script: say here where it writes"),
         }
     }
@@ -464,7 +468,7 @@ mod tests {
         // and through the modules their build scripts declare.
         let read = |package: &str, root: &str| -> Vec<PathBuf> {
             let root = crate::workspace::repo_root().join(root);
-            files(&root, Some(&out_dir(package)))
+            files(&root, out_dir(package).as_deref())
                 .unwrap()
                 .into_iter()
                 .map(|f| f.path)
@@ -490,7 +494,7 @@ mod tests {
     #[test]
     fn no_module_of_xtask_names_its_command_line() {
         let main = crate::workspace::repo_root().join("xtask/src/main.rs");
-        let named = root_items_named(&main, Some(&out_dir("xtask"))).unwrap();
+        let named = root_items_named(&main, out_dir("xtask").as_deref()).unwrap();
         assert!(
             named.is_empty(),
             "main.rs is the command line: move what these name into workspace.rs, or the \

@@ -1,11 +1,12 @@
 //! `cargo xtask test`'s run of the workspace's tests, in two lanes at once.
 //!
 //! One test binary after another, as `cargo test --workspace` runs them,
-//! they took 1,380 s of a fresh CI run's 2,904 s (CI14), and for most of it
-//! a core was idle: the end-to-end, parity and fault tests wait on API
-//! servers. Three test binaries are the opposite, builds of patched copies
-//! of the repository followed by checks: `wrong_solutions` (406 s),
-//! `starters` (75 s) and `new_step` (118 s). They run in a lane of their
+//! the tests are most of a CI run, and for most of it a core is idle: the
+//! end-to-end, parity and fault tests wait on API servers. Three test
+//! binaries are the opposite, builds of patched copies of the repository
+//! followed by checks: `wrong_solutions`, `starters` and `new_step` (each
+//! copy with its own package versions, so that its artifacts never replace
+//! the repository's in the shared target directory). They run in a lane of their
 //! own beside the others, their output in a file that is printed when they
 //! are done, so that neither lane's report is cut into the other's. The
 //! other lane runs `image` last (it waits for the musl build `beside`

@@ -84,8 +84,8 @@ pub const MDBOOK_I18N_HELPERS: BookTool = BookTool {
     features: &[],
 };
 /// Every pinned book tool. Links and anchors are checked in the rendered
-/// pages by `cargo xtask book check` itself (a link-checker backend cost a
-/// fresh machine 145 s of `cargo install` and checked the same links).
+/// pages by `cargo xtask book check` itself (a link-checker backend would
+/// cost a fresh machine minutes of `cargo install` to check the same links).
 pub const BOOK_TOOLS: [BookTool; 3] = [MDBOOK, MDBOOK_MERMAID, MDBOOK_I18N_HELPERS];
 
 /// Rust's target for the static binary of the image (Dockerfile, tests/image.rs).

@@ -1,8 +1,13 @@
 //! What the step folders make, written where readers look: the README's
 //! table of steps (each `steps/step-N/step.toml`'s `title` and `go`) and
 //! the teacher notes' table of Go's branches (each step.toml's `[[branch]]`
-//! tables), so that a step folder is the one place either is written.
-//! `cargo xtask steps` writes both, then what `cargo xtask workshop` writes.
+//! tables), so that a step folder is the one place either is written; and
+//! the declarations that compile a step folder's `check.rs` into the course
+//! crate and its `starter.rs` and `capture.rs` into xtask, in source, where
+//! rustfmt, clippy, rustdoc and an editor find them.
+//! `cargo xtask steps` writes them, then what `cargo xtask workshop` writes.
+
+use std::path::Path;
 
 use anyhow::{Context, Result, bail, ensure};
 use course::steps::{Branch, STEPS, Step, behaviours};
@@ -109,22 +114,168 @@ fn page_name(chapter: &str) -> String {
     page.replace('-', " ")
 }
 
-/// `cargo xtask steps [--check]`: the README's table of steps and the
-/// teacher notes' table of Go's branches, then the workshop's files.
+/// A step folder's Rust file that another crate compiles in, and where.
+struct Declared {
+    /// `check.rs`.
+    file: &'static str,
+    /// The source file that declares it, from the repository root.
+    host: &'static str,
+    /// Its `#[path]`, from the host's directory to the repository root.
+    up: &'static str,
+    /// What its BEGIN and END lines say.
+    what: &'static str,
+    /// The module declaration for step `n`, after its `#[path]`.
+    module: fn(u8) -> String,
+    /// The list after the modules, from the steps that have the file.
+    list: fn(&[u8]) -> String,
+}
+
+/// The three kinds of declared files.
+const DECLARED: [Declared; 3] = [
+    Declared {
+        file: "check.rs",
+        host: "course/src/checks/mod.rs",
+        up: "../../..",
+        what: "the step folders' check.rs",
+        module: |n| format!("pub(crate) mod step{n};\n"),
+        list: |steps| {
+            let entries: Vec<String> = steps
+                .iter()
+                .map(|n| format!("({n}, step{n}::SCENARIOS)"))
+                .collect();
+            format!(
+                "/// Each step's check, by step number.\n\
+                 pub(crate) const BY_STEP: &[(u8, &[CheckScenario])] = &[{}];\n",
+                entries.join(", ")
+            )
+        },
+    },
+    Declared {
+        file: "starter.rs",
+        host: "xtask/src/workshop/specs.rs",
+        up: "../../..",
+        what: "the step folders' starter.rs",
+        module: |n| {
+            format!(
+                "mod step{n};\nconst _: () = assert!(step{n}::SPEC.step == {n}, \
+                 \"steps/step-{n}/starter.rs: its SPEC's step must be {n}\");\n"
+            )
+        },
+        list: |steps| {
+            let entries: Vec<String> = steps.iter().map(|n| format!("step{n}::SPEC")).collect();
+            format!(
+                "/// Every starter, by step.\npub const SPECS: &[Spec] = &[{}];\n",
+                entries.join(", ")
+            )
+        },
+    },
+    Declared {
+        file: "capture.rs",
+        host: "xtask/src/book/scenarios/mod.rs",
+        up: "../../../..",
+        what: "the step folders' capture.rs",
+        module: |n| format!("mod step{n};\n"),
+        list: |steps| {
+            let entries: Vec<String> = steps
+                .iter()
+                .map(|n| format!("({n}, |env| Box::pin(step{n}::capture(env)))"))
+                .collect();
+            format!(
+                "/// Every step's capture scenario, by step number.\n\
+                 pub(in crate::book) const STEP_CAPTURES: &[(u8, StepCapture)] = &[{}];\n",
+                entries.join(", ")
+            )
+        },
+    },
+];
+
+/// The numbers of the step folders (`steps/step-N/`) under `root`, in
+/// order: read from the folders, not the registry, which a new step's
+/// first build does not have yet.
+fn step_folders(root: &Path) -> Result<Vec<u8>> {
+    let steps = root.join("steps");
+    let mut numbers = Vec::new();
+    for entry in
+        std::fs::read_dir(&steps).with_context(|| format!("reading {}", steps.display()))?
+    {
+        let path = entry?.path();
+        let name = path.file_name().unwrap_or_default().to_string_lossy();
+        if let Some(n) = name.strip_prefix("step-").filter(|_| path.is_dir()) {
+            numbers.push(
+                n.parse().with_context(|| {
+                    format!("{}: a step folder is steps/step-N", path.display())
+                })?,
+            );
+        }
+    }
+    numbers.sort();
+    Ok(numbers)
+}
+
+/// The lines between `declared`'s BEGIN and END: a `#[path]` module for
+/// each step folder of `root` that has the file, then their list.
+fn declarations(root: &Path, declared: &Declared) -> Result<String> {
+    let steps: Vec<u8> = step_folders(root)?
+        .into_iter()
+        .filter(|n| {
+            root.join(format!("steps/step-{n}/{}", declared.file))
+                .is_file()
+        })
+        .collect();
+    let mut body = String::new();
+    for n in &steps {
+        body.push_str(&format!(
+            "#[path = \"{}/steps/step-{n}/{}\"]\n{}",
+            declared.up,
+            declared.file,
+            (declared.module)(*n)
+        ));
+    }
+    body.push_str(&(declared.list)(&steps));
+    Ok(body)
+}
+
+/// `cargo xtask steps [--check]`: the README's table of steps, the teacher
+/// notes' table of Go's branches and the declarations of the step folders'
+/// Rust files, then the workshop's files.
 pub fn steps(check: bool) -> Result<()> {
+    let root = crate::workspace::repo_root();
+    let mut stale = Vec::new();
+    // First what a new step's build needs: its check, starter and capture
+    // compiled in (the registry below is the build's own).
+    let mut rewritten = false;
+    for declared in &DECLARED {
+        let body = declarations(&root, declared)?;
+        let before = std::fs::read_to_string(root.join(declared.host))?;
+        stale.extend(generated::write(declared.host, check, |text| {
+            generated::rustfmt(&generated::with_region(text, declared.what, &body)?)
+        })?);
+        rewritten |= std::fs::read_to_string(root.join(declared.host))? != before;
+    }
+    if rewritten {
+        // This xtask was built without them: the rest is the next build's job.
+        println!("==> The step folders' files are declared anew: building xtask again");
+        let status = crate::workspace::cargo(&["xtask", "steps"])
+            .std()
+            .status()
+            .context("running cargo xtask steps")?;
+        ensure!(status.success(), "cargo xtask steps failed ({status})");
+        return Ok(());
+    }
     let readme_rows: Vec<String> = STEPS.iter().map(readme_row).collect();
     let branches = branch_rows(STEPS)?;
-    let stale: Vec<String> = [
-        generated::write("README.md", check, |text| {
-            with_table(text, README_HEADER, &readme_rows)
-        })?,
-        generated::write("book/src/workshop.md", check, |text| {
-            with_table(text, BRANCHES_HEADER, &branches)
-        })?,
-    ]
-    .into_iter()
-    .flatten()
-    .collect();
+    stale.extend(
+        [
+            generated::write("README.md", check, |text| {
+                with_table(text, README_HEADER, &readme_rows)
+            })?,
+            generated::write("book/src/workshop.md", check, |text| {
+                with_table(text, BRANCHES_HEADER, &branches)
+            })?,
+        ]
+        .into_iter()
+        .flatten(),
+    );
     crate::workshop::workshop(check)?;
     ensure!(
         stale.is_empty(),
@@ -140,6 +291,48 @@ mod tests {
 
     fn committed(path: &str) -> String {
         std::fs::read_to_string(crate::workspace::repo_root().join(path)).unwrap()
+    }
+
+    #[test]
+    fn each_step_folders_rust_files_are_declared_where_their_crates_compile_them() {
+        let root = crate::workspace::repo_root();
+        for declared in &DECLARED {
+            let text = committed(declared.host);
+            let body = declarations(&root, declared).unwrap();
+            let written =
+                generated::rustfmt(&generated::with_region(&text, declared.what, &body).unwrap())
+                    .unwrap();
+            assert_eq!(
+                written, text,
+                "{}: the declarations of the step folders' {} are stale: run `cargo xtask steps`",
+                declared.host, declared.file
+            );
+        }
+    }
+
+    #[test]
+    fn a_folders_files_are_declared_by_path_with_their_list() {
+        let dir = tempfile::tempdir().unwrap();
+        for (n, files) in [
+            (1, &["capture.rs"][..]),
+            (2, &["check.rs", "capture.rs"]),
+            (10, &["check.rs"]),
+        ] {
+            let folder = dir.path().join(format!("steps/step-{n}"));
+            std::fs::create_dir_all(&folder).unwrap();
+            for file in files {
+                std::fs::write(folder.join(file), "").unwrap();
+            }
+        }
+        std::fs::create_dir_all(dir.path().join("steps/notes")).unwrap();
+        assert_eq!(step_folders(dir.path()).unwrap(), [1, 2, 10]);
+        assert_eq!(
+            declarations(dir.path(), &DECLARED[0]).unwrap(),
+            "#[path = \"../../../steps/step-2/check.rs\"]\npub(crate) mod step2;\n\
+             #[path = \"../../../steps/step-10/check.rs\"]\npub(crate) mod step10;\n\
+             /// Each step's check, by step number.\n\
+             pub(crate) const BY_STEP: &[(u8, &[CheckScenario])] = &[(2, step2::SCENARIOS), (10, step10::SCENARIOS)];\n"
+        );
     }
 
     #[test]
