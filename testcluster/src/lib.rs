@@ -65,7 +65,7 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::runtime::wait::{await_condition, conditions};
 
 pub use binaries::Binary;
-pub use process::{RecordedProcess, die_with_parent, pid_exists, signal};
+pub use process::{ProcStat, RecordedProcess, die_with_parent, pid_exists, signal};
 
 use pki::Pki;
 use process::Process;

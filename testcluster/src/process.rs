@@ -233,25 +233,56 @@ pub struct RecordedProcess {
 impl RecordedProcess {
     /// True if the process is alive (not a zombie) and is the one recorded (same start time).
     pub fn is_running(&self) -> bool {
-        proc_state(self.pid)
-            .is_some_and(|(state, start)| start == self.start_time && state != "Z" && state != "X")
+        ProcStat::of(self.pid).is_some_and(|stat| {
+            stat.start_time == self.start_time && stat.state != 'Z' && stat.state != 'X'
+        })
     }
 }
 
-/// `(state, start time)` of a process from `/proc/<pid>/stat`.
-fn proc_state(pid: u32) -> Option<(String, u64)> {
-    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name (field 2) is in parentheses and may contain spaces; fields 3… follow.
-    let (_, rest) = stat.rsplit_once(')')?;
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let state = fields.first()?.to_string();
-    let start = fields.get(19)?.parse().ok()?;
-    Some((state, start))
+/// What the tooling reads of a process's `/proc/<pid>/stat` (proc(5)): the
+/// one place it is parsed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProcStat {
+    /// Field 3: `R`, `S`, `Z` (zombie), …
+    pub state: char,
+    /// Fields 14 and 15: CPU time in user and kernel mode, in clock ticks.
+    pub utime: u64,
+    pub stime: u64,
+    /// Field 22: when it started, in clock ticks after boot.
+    pub start_time: u64,
+}
+
+impl ProcStat {
+    /// The process `pid`'s, if it exists.
+    pub fn of(pid: u32) -> Option<ProcStat> {
+        Self::parse(&fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
+    }
+
+    fn parse(stat: &str) -> Option<ProcStat> {
+        // The command name (field 2) is in parentheses and may hold spaces
+        // and parentheses: fields 3… follow the last `)`.
+        let (_, rest) = stat.rsplit_once(')')?;
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        let field = |n: usize| fields.get(n - 3)?.parse::<u64>().ok();
+        Some(ProcStat {
+            state: fields.first()?.chars().next()?,
+            utime: field(14)?,
+            stime: field(15)?,
+            start_time: field(22)?,
+        })
+    }
+
+    /// User and kernel CPU time, in seconds.
+    pub fn cpu_seconds(&self) -> Option<f64> {
+        // SAFETY: sysconf with a valid name has no preconditions.
+        let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+        (per_second > 0).then(|| (self.utime + self.stime) as f64 / per_second as f64)
+    }
 }
 
 /// Start time of a process (see [`RecordedProcess::start_time`]); 0 if unknown.
 pub(crate) fn start_time(pid: u32) -> u64 {
-    proc_state(pid).map_or(0, |(_, start)| start)
+    ProcStat::of(pid).map_or(0, |stat| stat.start_time)
 }
 
 /// Stops recorded processes (reverse order): SIGTERM, wait up to `grace` each, then SIGKILL.
@@ -326,4 +357,28 @@ pub(crate) fn read_record(dir: &Path) -> Result<Option<(u32, Vec<RecordedProcess
 /// True if a process with this PID exists (any program, zombies included).
 pub fn pid_exists(pid: u32) -> bool {
     pid != 0 && Path::new(&format!("/proc/{pid}")).exists()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stat_line_is_read_after_its_command_name_whatever_that_holds() {
+        // proc(5): pid (comm) state ppid … utime(14) stime(15) … starttime(22) …
+        let line = "4242 (a (b) c) S 1 4242 4242 0 -1 4194560 100 0 0 0 \
+                    250 50 0 0 20 0 3 0 987654 1000000 200 18446744073709551615";
+        assert_eq!(
+            ProcStat::parse(line),
+            Some(ProcStat {
+                state: 'S',
+                utime: 250,
+                stime: 50,
+                start_time: 987654
+            })
+        );
+        assert_eq!(ProcStat::parse("4242 (cut short) S 1"), None);
+        let me = ProcStat::of(std::process::id()).expect("this process");
+        assert!(me.start_time > 0 && me.cpu_seconds().is_some(), "{me:?}");
+    }
 }

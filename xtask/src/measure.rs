@@ -211,17 +211,9 @@ pub(crate) fn status_kib(pid: u32, field: &str) -> Option<u64> {
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
-/// The CPU time a process has used so far, user and system, in seconds
-/// (`/proc/<pid>/stat`'s `utime` and `stime`, in clock ticks).
+/// The CPU time a process has used so far, user and system, in seconds.
 pub(crate) fn cpu_seconds(pid: u32) -> Option<f64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name, in brackets, may hold spaces: count from after it.
-    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
-    // Fields 14 and 15 of proc(5); the first after the name is field 3.
-    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
-    // SAFETY: sysconf with a valid name has no preconditions.
-    let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    (per_second > 0).then(|| ticks as f64 / per_second as f64)
+    testcluster::ProcStat::of(pid)?.cpu_seconds()
 }
 
 /// The median of `values` (sorted in place; the mean of the middle two for

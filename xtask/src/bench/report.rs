@@ -36,13 +36,35 @@ pub(super) fn figures(
 ) -> BTreeMap<String, String> {
     let stats = stats(results);
     let mut found = BTreeMap::new();
-    let mut put = |key: String, value: String| {
-        found.insert(key, value);
-    };
-    let secs = |s: f64| format!("{s:.1} s");
+    subject_figures(&mut found, results, &stats);
+    pair_figures(&mut found, sizes, &stats);
+    target_figures(&mut found, sizes, &stats);
+    cost_figures(&mut found, sizes, &stats);
+    run_figures(&mut found, results, conditions, lines);
+    found
+}
+
+/// The statistics of every size and subject of a run.
+type AllStats = BTreeMap<(usize, Subject), Stats>;
+
+fn put(found: &mut BTreeMap<String, String>, key: String, value: String) {
+    found.insert(key, value);
+}
+
+fn secs(s: f64) -> String {
+    format!("{s:.1} s")
+}
+
+fn mib(m: f64) -> String {
+    format!("{m:.1} MiB")
+}
+
+/// Each subject's own figures at each size: times, CPU, memory, writes,
+/// requests, its fastest and slowest runs' timelines, its ratios to Go and
+/// the floors, and the flow view's cost beside the same step without it.
+fn subject_figures(found: &mut BTreeMap<String, String>, results: &Results, stats: &AllStats) {
     let cpu = |s: f64| format!("{s:.2} s");
-    let mib = |m: f64| format!("{m:.1} MiB");
-    for (&(n, subject), s) in &stats {
+    for (&(n, subject), s) in stats {
         let at = |what: &str| format!("{n} {} {what}", subject.key());
         if let Some(c) = s.converge {
             for (what, value) in [
@@ -51,40 +73,41 @@ pub(super) fn figures(
                 ("slowest", c.high),
             ] {
                 if value.is_finite() {
-                    put(at(what), secs(value));
+                    put(found, at(what), secs(value));
                 }
             }
         }
         if let Some(c) = s.cpu {
-            put(at("cpu"), cpu(c.mid));
-            put(at("cpu-lowest"), cpu(c.low));
-            put(at("cpu-highest"), cpu(c.high));
+            put(found, at("cpu"), cpu(c.mid));
+            put(found, at("cpu-lowest"), cpu(c.low));
+            put(found, at("cpu-highest"), cpu(c.high));
             put(
+                found,
                 at("cpu-per-foo"),
                 format!("{:.2} ms", c.mid * 1000.0 / n as f64),
             );
         }
         if let Some(r) = s.rss {
-            put(at("rss"), mib(r.mid));
-            put(at("rss-lowest"), mib(r.low));
-            put(at("rss-highest"), mib(r.high));
+            put(found, at("rss"), mib(r.mid));
+            put(found, at("rss-lowest"), mib(r.low));
+            put(found, at("rss-highest"), mib(r.high));
         }
         if let Some(w) = s.writes {
-            put(at("writes"), format!("{:.0}", w.mid));
+            put(found, at("writes"), format!("{:.0}", w.mid));
         }
         if let Some(idle) = s.idle {
-            put(at("idle"), format!("{idle:.0}"));
+            put(found, at("idle"), format!("{idle:.0}"));
         }
         if let (Some(anon), Some(file)) = (s.anon, s.file) {
-            put(at("anon"), mib(anon));
-            put(at("file"), mib(file));
+            put(found, at("anon"), mib(anon));
+            put(found, at("file"), mib(file));
         }
         for (request, count) in request_medians(&results[&(n, subject)]) {
-            put(at(&request), format!("{count}"));
+            put(found, at(&request), format!("{count}"));
         }
         for (which, m, t) in extremes(&results[&(n, subject)]).into_iter().flatten() {
             for (name, value) in timeline_figures(m, t) {
-                put(at(&format!("{which}-run {name}")), value);
+                put(found, at(&format!("{which}-run {name}")), value);
             }
         }
         if Subject::TABLE.contains(&subject) {
@@ -97,7 +120,7 @@ pub(super) fn figures(
                 if other != subject
                     && let Some(r) = ratio(s.converged(), of(other))
                 {
-                    put(at(what), r);
+                    put(found, at(what), r);
                 }
             }
         }
@@ -108,19 +131,24 @@ pub(super) fn figures(
             let at = |what: &str| format!("{n} {} {what}", off.key());
             for (name, side) in [("flow-off", without), ("flow-on", s)] {
                 if let Some(c) = side.converge.filter(|c| c.high.is_finite()) {
-                    put(at(name), secs(c.mid));
-                    put(at(&format!("{name}-fastest")), secs(c.low));
-                    put(at(&format!("{name}-slowest")), secs(c.high));
+                    put(found, at(name), secs(c.mid));
+                    put(found, at(&format!("{name}-fastest")), secs(c.low));
+                    put(found, at(&format!("{name}-slowest")), secs(c.high));
                 }
             }
             if let Some(r) = ratio(s.converged(), without.converged()) {
-                put(at("flow-ratio"), r);
+                put(found, at("flow-ratio"), r);
             }
             if let Some(lines) = s.flow_lines {
-                put(at("flow-lines"), format!("{lines:.0}"));
+                put(found, at("flow-lines"), format!("{lines:.0}"));
             }
         }
     }
+}
+
+/// Every pair of subjects the page compares ([`PAIRS`]), at each size: the
+/// ratio of medians and whether the runs' spreads overlap.
+fn pair_figures(found: &mut BTreeMap<String, String>, sizes: &[usize], stats: &AllStats) {
     for &n in sizes {
         for (a, b) in PAIRS {
             let (Some(sa), Some(sb)) = (stats.get(&(n, a)), stats.get(&(n, b))) else {
@@ -134,18 +162,22 @@ pub(super) fn figures(
             ] {
                 let (Some(x), Some(y)) = (x, y) else { continue };
                 if let Some(r) = ratio(Some(x.mid).filter(|m| m.is_finite()), Some(y.mid)) {
-                    put(format!("{pair} {what}"), r);
+                    put(found, format!("{pair} {what}"), r);
                 }
                 put(
+                    found,
                     format!("{pair} {what}-verdict"),
                     verdict(&x, &y, decimals).into(),
                 );
             }
         }
     }
-    // The project's targets ("Against the project's targets" on the page),
-    // each a ratio of medians and the most it may be: `N SUBJECT met KEY`
-    // is "yes" or "no", for the ratio as the page shows it (two decimals).
+}
+
+/// The project's targets ("Against the project's targets" on the page),
+/// each a ratio of medians and the most it may be: `N SUBJECT met KEY` is
+/// "yes" or "no", for the ratio as the page shows it (two decimals).
+fn target_figures(found: &mut BTreeMap<String, String>, sizes: &[usize], stats: &AllStats) {
     for &n in sizes {
         for (subject, flow_on) in [
             (Subject::Step7, Subject::Step7Flow),
@@ -196,12 +228,19 @@ pub(super) fn figures(
                 {
                     let shown = (x / y * 100.0).round() / 100.0;
                     let met = if shown <= most { "yes" } else { "no" };
-                    put(format!("{n} {} met {key}", subject.key()), met.into());
+                    put(
+                        found,
+                        format!("{n} {} met {key}", subject.key()),
+                        met.into(),
+                    );
                 }
             }
         }
     }
-    // What more Foos cost, between every two sizes.
+}
+
+/// What more Foos cost, between every two sizes.
+fn cost_figures(found: &mut BTreeMap<String, String>, sizes: &[usize], stats: &AllStats) {
     for (small, large) in size_pairs(sizes) {
         for subject in Subject::TABLE {
             let (Some(a), Some(b)) = (stats.get(&(small, subject)), stats.get(&(large, subject)))
@@ -211,39 +250,56 @@ pub(super) fn figures(
             let at = |what: &str| format!("{small}-{large} {} {what}", subject.key());
             let more = (large - small) as f64;
             if let (Some(x), Some(y)) = (a.converged(), b.converged()) {
-                put(at("per-foo"), format!("{:.2} s", (y - x) / more));
-                put(at("per-100"), format!("{:.1} s", (y - x) / more * 100.0));
+                put(found, at("per-foo"), format!("{:.2} s", (y - x) / more));
+                put(
+                    found,
+                    at("per-100"),
+                    format!("{:.1} s", (y - x) / more * 100.0),
+                );
             }
             if let Some(slope) = slope(a.cpu, b.cpu, more) {
-                put(at("cpu-slope"), format!("{:.0} ms", slope * 1000.0));
+                put(found, at("cpu-slope"), format!("{:.0} ms", slope * 1000.0));
             }
             if let Some(slope) = slope(a.rss, b.rss, more) {
-                put(at("rss-slope"), format!("{slope:.2} MiB"));
+                put(found, at("rss-slope"), format!("{slope:.2} MiB"));
             }
         }
     }
+}
+
+/// What the caches could hold, the lines of code and the binaries' sizes.
+fn run_figures(
+    found: &mut BTreeMap<String, String>,
+    results: &Results,
+    conditions: &Conditions,
+    lines: &[LinesOfCode],
+) {
     for ((n, _), runs) in results.iter().filter(|((_, s), _)| *s == Subject::Go) {
         if let Some(bytes) = runs.iter().find_map(|m| m.cached_bytes) {
             let kib = |b: usize| format!("{:.0} KiB", b as f64 / 1024.0);
             let share =
                 |b: usize| format!("{:.0} %", 100.0 * b as f64 / bytes.listed.max(1) as f64);
-            put(format!("{n} json"), kib(bytes.listed));
-            put(format!("{n} managed"), kib(bytes.managed_fields));
-            put(format!("{n} managed-share"), share(bytes.managed_fields));
-            put(format!("{n} cached"), kib(bytes.step_8));
-            put(format!("{n} cached-share"), share(bytes.step_8));
+            put(found, format!("{n} json"), kib(bytes.listed));
+            put(found, format!("{n} managed"), kib(bytes.managed_fields));
+            put(
+                found,
+                format!("{n} managed-share"),
+                share(bytes.managed_fields),
+            );
+            put(found, format!("{n} cached"), kib(bytes.step_8));
+            put(found, format!("{n} cached-share"), share(bytes.step_8));
         }
     }
     for loc in lines {
-        put(format!("loc {}", loc.key), loc.lines.to_string());
+        put(found, format!("loc {}", loc.key), loc.lines.to_string());
     }
     for (key, &bytes) in &conditions.binaries {
         put(
+            found,
             format!("binary {key}"),
             mib(bytes as f64 / (1024.0 * 1024.0)),
         );
     }
-    found
 }
 
 /// Each size with the next larger one: the segments of the cost curve.
@@ -267,20 +323,33 @@ pub(super) fn report(
     conditions: &Conditions,
     lines: &[LinesOfCode],
 ) -> String {
-    let Conditions {
-        idle_seconds,
-        repeat,
-        ..
-    } = *conditions;
     let stats = stats(results);
     // The cells that are also figures are read from them, formatted once.
     let figures = figures(sizes, results, conditions, lines);
-    let figure = |key: String| figures.get(&key).map_or("-", String::as_str);
     let mut out = String::new();
     let _ = writeln!(
         out,
         "<!-- Written by `cargo xtask bench`; do not edit. Its figures, as data: the .json beside it. -->\n"
     );
+    main_table(&mut out, sizes, &stats, conditions);
+    cost_table(&mut out, sizes, &stats, &figures);
+    memory_report(&mut out, sizes, &stats, &figures);
+    idle_table(&mut out, &stats, conditions);
+    flow_report(&mut out, sizes, &stats, conditions);
+    timeline_report(&mut out, results);
+    requests_report(&mut out, results, build, lines);
+    out
+}
+
+/// A figure of `figures` as a cell: `-` when the run has none.
+fn cell(figures: &BTreeMap<String, String>, key: String) -> &str {
+    figures.get(&key).map_or("-", String::as_str)
+}
+
+/// The page's main table (`ANCHOR: main`): each size and subject's time,
+/// ratios, CPU, memory and writes.
+fn main_table(out: &mut String, sizes: &[usize], stats: &AllStats, conditions: &Conditions) {
+    let repeat = conditions.repeat;
     let _ = writeln!(out, "<!-- ANCHOR: main -->");
     let _ = writeln!(
         out,
@@ -329,7 +398,16 @@ pub(super) fn report(
         }
     }
     let _ = writeln!(out, "<!-- ANCHOR_END: main -->");
+}
 
+/// What 100 more Foos cost (`ANCHOR: cost`), between every two sizes.
+fn cost_table(
+    out: &mut String,
+    sizes: &[usize],
+    stats: &AllStats,
+    figures: &BTreeMap<String, String>,
+) {
+    let figure = |key: String| cell(figures, key);
     let pairs = size_pairs(sizes);
     if !pairs.is_empty() {
         let _ = writeln!(out, "\n<!-- ANCHOR: cost -->");
@@ -358,7 +436,17 @@ pub(super) fn report(
         }
         let _ = writeln!(out, "<!-- ANCHOR_END: cost -->");
     }
+}
 
+/// Resident memory at the largest size and what the caches could hold
+/// (`ANCHOR: memory`).
+fn memory_report(
+    out: &mut String,
+    sizes: &[usize],
+    stats: &AllStats,
+    figures: &BTreeMap<String, String>,
+) {
+    let figure = |key: String| cell(figures, key);
     if let Some(&largest) = sizes.iter().max() {
         let _ = writeln!(out, "\n<!-- ANCHOR: memory -->");
         let _ = writeln!(
@@ -400,7 +488,11 @@ pub(super) fn report(
         }
         let _ = writeln!(out, "<!-- ANCHOR_END: memory -->");
     }
+}
 
+/// The writes of each subject while nothing changes (`ANCHOR: idle`).
+fn idle_table(out: &mut String, stats: &AllStats, conditions: &Conditions) {
+    let idle_seconds = conditions.idle_seconds;
     let idle: Vec<(usize, Subject, f64)> = stats
         .iter()
         .filter_map(|(&(n, subject), s)| Some((n, subject, s.idle?)))
@@ -416,10 +508,16 @@ pub(super) fn report(
         }
         let _ = writeln!(out, "<!-- ANCHOR_END: idle -->");
     }
+}
 
-    flow_report(&mut out, sizes, &stats, conditions);
-    timeline_report(&mut out, results);
-
+/// Every request by verb and resource (`ANCHOR: requests`), the lines of
+/// code and the learner's build.
+fn requests_report(
+    out: &mut String,
+    results: &Results,
+    build: Option<(Duration, Duration)>,
+    lines: &[LinesOfCode],
+) {
     let _ = writeln!(out, "\n<!-- ANCHOR: requests -->");
     let _ = writeln!(
         out,
@@ -457,7 +555,6 @@ pub(super) fn report(
             rebuild.as_secs_f64()
         );
     }
-    out
 }
 
 /// The fastest and the slowest converged run of `runs` that have a

@@ -4,7 +4,9 @@
 //! which files it writes), the other pages' from `scenarios/`; capture.rs
 //! has the machinery they share.
 
-use std::path::Path;
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
 use std::process::Command;
 
 use anyhow::{Context, Result, ensure};
@@ -19,21 +21,114 @@ use super::recordings;
 use super::scenarios::*;
 use crate::workspace::rel;
 
-/// The captures of pages other than the steps' chapters.
-const OTHER_OUTPUT_FILES: &[&str] = &[
-    "example-step4-backoff.txt",
-    "crd-missing.txt",
-    "protected-group.txt",
-    "watch-list.txt",
-    "rbac-forbidden.txt",
-    "rbac-warnings.txt",
-    "metrics.txt",
-    "leader-election.txt",
-    "leader-lost.txt",
-    "musl-binary.txt",
-    "check-step-5-starter.txt",
-    "check-step-5-reference.txt",
-    "check-step-8-ordinary.txt",
+/// A capture's scenario: what it runs and prints, against the control plane
+/// of the run (`Alone`: no cluster at all).
+#[derive(Clone, Copy)]
+enum Scenario {
+    Alone(fn() -> Captures<'static>),
+    Cluster(for<'a> fn(&'a Env, &'a ControlPlane) -> Captures<'a>),
+}
+
+/// A scenario's run: its transcript's lines.
+type Captures<'a> = Pin<Box<dyn Future<Output = Result<Vec<String>>> + 'a>>;
+
+/// When a capture runs in the one control plane's life.
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Stage {
+    /// Needs no cluster (first, so that it runs without starting one).
+    Alone,
+    /// Before the Foo CRD is installed.
+    BeforeCrd,
+    /// With the CRD, before the step chapters' runs.
+    WithCrd,
+    /// After the step chapters' runs.
+    Last,
+}
+
+/// A capture that is not a step's own run (those come from the step
+/// folders' `capture.rs`): its file in book/src/outputs, when it runs and
+/// what writes it. In the order they run.
+struct PageCapture {
+    file: &'static str,
+    stage: Stage,
+    scenario: Scenario,
+}
+
+const PAGE_CAPTURES: &[PageCapture] = &[
+    // Reuses the build tests/image.rs made, if current.
+    PageCapture {
+        file: "musl-binary.txt",
+        stage: Stage::Alone,
+        scenario: Scenario::Alone(|| Box::pin(musl_binary())),
+    },
+    PageCapture {
+        file: "example-step4-backoff.txt",
+        stage: Stage::BeforeCrd,
+        scenario: Scenario::Cluster(|_, _| Box::pin(example_step4_backoff())),
+    },
+    // Before the CRD exists: the message every step prints, and what the
+    // API server says to the CRD without its protected-group annotation.
+    PageCapture {
+        file: "crd-missing.txt",
+        stage: Stage::BeforeCrd,
+        scenario: Scenario::Cluster(|env, _| Box::pin(crd_missing(env))),
+    },
+    PageCapture {
+        file: "protected-group.txt",
+        stage: Stage::BeforeCrd,
+        scenario: Scenario::Cluster(|env, _| Box::pin(protected_group(env))),
+    },
+    PageCapture {
+        file: "watch-list.txt",
+        stage: Stage::WithCrd,
+        scenario: Scenario::Cluster(|env, cp| Box::pin(watch_list(env, cp))),
+    },
+    PageCapture {
+        file: "rbac-forbidden.txt",
+        stage: Stage::Last,
+        scenario: Scenario::Cluster(|env, _| Box::pin(rbac_forbidden(env))),
+    },
+    // The checker: a starter as handed out, the project's own step, and the
+    // ordinary kube-rs controller against step 8's check.
+    PageCapture {
+        file: "check-step-5-starter.txt",
+        stage: Stage::Last,
+        scenario: Scenario::Cluster(|env, _| Box::pin(xtask_check(env, "step-5", 1))),
+    },
+    PageCapture {
+        file: "check-step-5-reference.txt",
+        stage: Stage::Last,
+        scenario: Scenario::Cluster(|env, _| Box::pin(xtask_check(env, "step-5 --reference", 0))),
+    },
+    PageCapture {
+        file: "check-step-8-ordinary.txt",
+        stage: Stage::Last,
+        scenario: Scenario::Cluster(|env, _| {
+            let args = "--program target/debug/examples/step8_ordinary step-8";
+            Box::pin(xtask_check(env, args, 1))
+        }),
+    },
+    // Running in a cluster.
+    PageCapture {
+        file: "rbac-warnings.txt",
+        stage: Stage::Last,
+        scenario: Scenario::Cluster(|env, _| Box::pin(rbac_warnings(env))),
+    },
+    PageCapture {
+        file: "metrics.txt",
+        stage: Stage::Last,
+        scenario: Scenario::Cluster(|env, _| Box::pin(metrics(env))),
+    },
+    PageCapture {
+        file: "leader-election.txt",
+        stage: Stage::Last,
+        scenario: Scenario::Cluster(|env, _| Box::pin(leader_election(env))),
+    },
+    PageCapture {
+        file: "leader-lost.txt",
+        stage: Stage::Last,
+        scenario: Scenario::Cluster(|env, _| Box::pin(leader_lost(env))),
+    },
 ];
 
 /// Every capture: each step's (the step registry says which) and the others.
@@ -41,7 +136,7 @@ pub(super) fn output_files() -> Vec<&'static str> {
     course::steps::STEPS
         .iter()
         .flat_map(|s| s.captures.iter().copied())
-        .chain(OTHER_OUTPUT_FILES.iter().copied())
+        .chain(PAGE_CAPTURES.iter().map(|c| c.file))
         .collect()
 }
 
@@ -60,82 +155,102 @@ pub(super) async fn outputs(only: &[String], check: bool) -> Result<()> {
     }
     let wanted = |name: &str| only.is_empty() || only.iter().any(|o| o == name);
     let started = std::time::Instant::now();
-    let root = crate::workspace::repo_root();
     let build = crate::workspace::cargo(&["build", "--bins", "--examples"]);
     println!("==> {build}");
     run_tool(&mut build.std())?;
     let committed = book_dir().join("src/outputs");
+    let out = output_dir(&committed, check)?;
+    for capture in stage(Stage::Alone, &wanted) {
+        if let Scenario::Alone(run) = capture.scenario {
+            let lines = timed(capture.file, run()).await?;
+            write_file(&out, capture.file, &lines)?;
+        }
+    }
+    let alone = |file: &str| {
+        PAGE_CAPTURES
+            .iter()
+            .any(|c| c.file == file && c.stage == Stage::Alone)
+    };
+    let cluster_wanted = output_files().into_iter().any(|f| wanted(f) && !alone(f));
+    if cluster_wanted {
+        println!("==> Starting a local control plane");
+        let cp = ControlPlane::start(Options::default()).await?;
+        let env = env_of(&cp).await?;
+        run_stage(Stage::BeforeCrd, &wanted, &env, &cp, &out).await?;
+        let crd = crate::workspace::repo_root().join("manifests/crd.yaml");
+        testcluster::install_crd(&env.client, crd).await?;
+        run_stage(Stage::WithCrd, &wanted, &env, &cp, &out).await?;
+        step_captures(&wanted, &env, &out).await?;
+        run_stage(Stage::Last, &wanted, &env, &cp, &out).await?;
+    }
+    println!("Wrote {} in {:.0?}", rel(&out), started.elapsed());
+    if check {
+        compare(&committed, &out)
+    } else {
+        Ok(())
+    }
+}
+
+/// Where the captures go: the committed directory, or with `check` a
+/// fresh one to compare with it.
+fn output_dir(committed: &Path, check: bool) -> Result<PathBuf> {
     let out = if check {
-        let fresh = root.join("target/outputs-fresh");
+        let fresh = crate::workspace::repo_root().join("target/outputs-fresh");
         if fresh.exists() {
             std::fs::remove_dir_all(&fresh)?;
         }
         fresh
     } else {
-        committed.clone()
+        committed.to_path_buf()
     };
     std::fs::create_dir_all(&out)?;
-    // Needs no cluster; reuses the build tests/image.rs made, if current.
-    if wanted("musl-binary.txt") {
-        let lines = timed("musl-binary.txt", musl_binary()).await?;
-        write_file(&out, "musl-binary.txt", &lines)?;
-    }
-    if output_files()
-        .iter()
-        .all(|f| *f == "musl-binary.txt" || !wanted(f))
-    {
-        println!("Wrote {} in {:.0?}", rel(&out), started.elapsed());
-        return if check {
-            compare(&committed, &out)
-        } else {
-            Ok(())
-        };
-    }
-    println!("==> Starting a local control plane");
-    let cp = ControlPlane::start(Options::default()).await?;
-    let client = cp.client().await?;
+    Ok(out)
+}
+
+/// What every scenario on the control plane `cp` runs with.
+async fn env_of(cp: &ControlPlane) -> Result<Env> {
     let kubectl = Kubectl::ensure(Some(cp.kubeconfig_path()))
         .await?
         .with_cache_dir(&cp.data_dir().join("kubectl-cache"));
-    let env = Env {
+    Ok(Env {
         kubeconfig: cp.kubeconfig_path().to_path_buf(),
         server: cp.server_url().to_string(),
-        client: client.clone(),
+        client: cp.client().await?,
         bin: crate::workspace::debug_dir(),
         kubectl,
-    };
+    })
+}
 
-    // The exercise solutions that need no cluster.
-    if wanted("example-step4-backoff.txt") {
-        let backoff =
-            Command::new(crate::workspace::debug_dir().join("examples/step4_backoff_table"))
-                .output()
-                .context("running examples/step4_backoff_table")?;
-        ensure!(backoff.status.success(), "step4_backoff_table failed");
-        let mut lines = vec!["$ cargo run --example step4_backoff_table".to_string()];
-        lines.extend(
-            String::from_utf8_lossy(&backoff.stdout)
-                .lines()
-                .map(str::to_string),
-        );
-        write(&out, "example-step4-backoff.txt", &env, lines)?;
-    }
+/// The page captures of `stage` that `wanted` asks for, in order.
+fn stage<'a>(
+    stage: Stage,
+    wanted: &'a dyn Fn(&str) -> bool,
+) -> impl Iterator<Item = &'static PageCapture> + 'a {
+    PAGE_CAPTURES
+        .iter()
+        .filter(move |c| c.stage == stage && wanted(c.file))
+}
 
-    // Before the CRD exists: the message every step prints, and what the API
-    // server says to the CRD without its protected-group annotation.
-    if wanted("crd-missing.txt") {
-        write(&out, "crd-missing.txt", &env, crd_missing(&env).await?)?;
+/// Runs and writes the page captures of `which` that `wanted` asks for.
+async fn run_stage(
+    which: Stage,
+    wanted: &dyn Fn(&str) -> bool,
+    env: &Env,
+    cp: &ControlPlane,
+    out: &Path,
+) -> Result<()> {
+    for capture in stage(which, wanted) {
+        if let Scenario::Cluster(run) = capture.scenario {
+            let lines = timed(capture.file, run(env, cp)).await?;
+            write(out, capture.file, env, lines)?;
+        }
     }
-    if wanted("protected-group.txt") {
-        let lines = protected_group(&env).await?;
-        write(&out, "protected-group.txt", &env, lines)?;
-    }
-    testcluster::install_crd(&client, root.join("manifests/crd.yaml")).await?;
-    if wanted("watch-list.txt") {
-        write(&out, "watch-list.txt", &env, watch_list(&env, &cp).await?)?;
-    }
-    // Each step's chapter: its folder's capture scenario (capture.rs), then
-    // the flow its run logged, if its chapter replays one.
+    Ok(())
+}
+
+/// Each step's chapter: its folder's capture scenario (capture.rs), then
+/// the flow its run logged, if its chapter replays one.
+async fn step_captures(wanted: &dyn Fn(&str) -> bool, env: &Env, out: &Path) -> Result<()> {
     for step in course::steps::STEPS {
         if !step.captures.iter().any(|c| wanted(c)) {
             continue;
@@ -152,7 +267,7 @@ pub(super) async fn outputs(only: &[String], check: bool) -> Result<()> {
                     step.number
                 )
             })?;
-        let captured = timed(step.captures[0], scenario(&env)).await?;
+        let captured = timed(step.captures[0], scenario(env)).await?;
         let written: Vec<&str> = captured.iter().map(|(name, _)| *name).collect();
         ensure!(
             written == step.captures,
@@ -161,61 +276,28 @@ pub(super) async fn outputs(only: &[String], check: bool) -> Result<()> {
             step.captures
         );
         for (name, lines) in captured {
-            write(&out, name, &env, lines)?;
+            write(out, name, env, lines)?;
         }
         if let Some(name) = step.flow {
-            recordings::record(&out, name, &step_namespace(step.binary))?;
+            recordings::record(out, name, &step_namespace(step.binary))?;
         }
     }
-    if wanted("rbac-forbidden.txt") {
-        let lines = rbac_forbidden(&env).await?;
-        write(&out, "rbac-forbidden.txt", &env, lines)?;
-    }
+    Ok(())
+}
 
-    // The checker: a starter as handed out, the project's own step, and the
-    // ordinary kube-rs controller against step 8's check.
-    if wanted("check-step-5-starter.txt") {
-        let lines = timed("check-step-5-starter.txt", xtask_check(&env, "step-5", 1)).await?;
-        write(&out, "check-step-5-starter.txt", &env, lines)?;
-    }
-    if wanted("check-step-5-reference.txt") {
-        let lines = timed(
-            "check-step-5-reference.txt",
-            xtask_check(&env, "step-5 --reference", 0),
-        )
-        .await?;
-        write(&out, "check-step-5-reference.txt", &env, lines)?;
-    }
-    if wanted("check-step-8-ordinary.txt") {
-        let args = "--program target/debug/examples/step8_ordinary step-8";
-        let lines = timed("check-step-8-ordinary.txt", xtask_check(&env, args, 1)).await?;
-        write(&out, "check-step-8-ordinary.txt", &env, lines)?;
-    }
-
-    // Running in a cluster.
-    if wanted("rbac-warnings.txt") {
-        let lines = timed("rbac-warnings.txt", rbac_warnings(&env)).await?;
-        write(&out, "rbac-warnings.txt", &env, lines)?;
-    }
-    if wanted("metrics.txt") {
-        let lines = timed("metrics.txt", metrics(&env)).await?;
-        write(&out, "metrics.txt", &env, lines)?;
-    }
-    if wanted("leader-election.txt") {
-        let lines = timed("leader-election.txt", leader_election(&env)).await?;
-        write(&out, "leader-election.txt", &env, lines)?;
-    }
-    if wanted("leader-lost.txt") {
-        let lines = timed("leader-lost.txt", leader_lost(&env)).await?;
-        write(&out, "leader-lost.txt", &env, lines)?;
-    }
-    println!("Wrote {} in {:.0?}", rel(&out), started.elapsed());
-    drop(cp);
-    if check {
-        compare(&committed, &out)
-    } else {
-        Ok(())
-    }
+/// The backoff table of step 4's exercise (`examples/step4_backoff_table`).
+async fn example_step4_backoff() -> Result<Vec<String>> {
+    let backoff = Command::new(crate::workspace::debug_dir().join("examples/step4_backoff_table"))
+        .output()
+        .context("running examples/step4_backoff_table")?;
+    ensure!(backoff.status.success(), "step4_backoff_table failed");
+    let mut lines = vec!["$ cargo run --example step4_backoff_table".to_string()];
+    lines.extend(
+        String::from_utf8_lossy(&backoff.stdout)
+            .lines()
+            .map(str::to_string),
+    );
+    Ok(lines)
 }
 
 /// Compares each capture in `fresh` with the committed one of that name:
@@ -322,12 +404,24 @@ mod tests {
     }
 
     #[test]
-    fn every_capture_has_its_scenario() {
-        let source = include_str!("outputs.rs");
-        for name in OTHER_OUTPUT_FILES {
+    fn every_capture_has_one_file_and_a_page_that_shows_it() {
+        let files = output_files();
+        let mut unique = files.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(
+            unique.len(),
+            files.len(),
+            "a capture file written twice: {files:?}"
+        );
+        let pages: String = std::fs::read_dir(book_dir().join("src"))
+            .unwrap()
+            .filter_map(|entry| std::fs::read_to_string(entry.ok()?.path()).ok())
+            .collect();
+        for file in files {
             assert!(
-                source.contains(&format!("wanted(\"{name}\")")),
-                "{name} is in OTHER_OUTPUT_FILES but `outputs` never writes it"
+                pages.contains(&format!("outputs/{file}")),
+                "no page of book/src includes outputs/{file}"
             );
         }
         for step in course::steps::STEPS {
@@ -339,5 +433,25 @@ mod tests {
                 step.number
             );
         }
+    }
+
+    #[test]
+    fn a_capture_that_needs_no_cluster_runs_alone_and_the_others_in_their_order() {
+        let alone: Vec<&str> = stage(Stage::Alone, &|_| true).map(|c| c.file).collect();
+        assert_eq!(alone, ["musl-binary.txt"]);
+        for capture in PAGE_CAPTURES {
+            let is_alone = matches!(capture.scenario, Scenario::Alone(_));
+            assert_eq!(is_alone, capture.stage == Stage::Alone, "{}", capture.file);
+        }
+        let stages: Vec<Stage> = PAGE_CAPTURES.iter().map(|c| c.stage).collect();
+        let order = |s: &Stage| {
+            [Stage::Alone, Stage::BeforeCrd, Stage::WithCrd, Stage::Last]
+                .iter()
+                .position(|x| x == s)
+        };
+        assert!(
+            stages.windows(2).all(|w| order(&w[0]) <= order(&w[1])),
+            "PAGE_CAPTURES in the order they run: {stages:?}"
+        );
     }
 }
