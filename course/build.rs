@@ -23,6 +23,12 @@ struct StepToml {
     /// What its flow recording must show; none: it has no recording.
     #[serde(default)]
     flow: Vec<Shows>,
+    /// Lines of its recording that a race decides.
+    #[serde(default)]
+    race: Vec<Race>,
+    /// What RBAC allowed the step before that this one no longer needs.
+    #[serde(default)]
+    no_longer_needs: Vec<String>,
     /// The branches of its Go counterpart and what checks each.
     #[serde(default)]
     branch: Vec<BranchToml>,
@@ -47,6 +53,14 @@ struct BranchToml {
 struct Shows {
     shape: String,
     shows: String,
+}
+
+/// A line of a step's flow recording that a race decides.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Race {
+    shape: String,
+    why: String,
 }
 
 /// A step folder's Cargo.toml: the package's name and its binaries.
@@ -164,6 +178,11 @@ fn registry() {
             .iter()
             .map(|line| (line.shape.as_str(), line.shows.as_str()))
             .collect();
+        let races: Vec<(&str, &str)> = step
+            .race
+            .iter()
+            .map(|race| (race.shape.as_str(), race.why.as_str()))
+            .collect();
         let mut branches = String::from("&[");
         for b in &step.branch {
             branches.push_str(&format!(
@@ -178,8 +197,9 @@ fn registry() {
              title: {:?},\n        go: {:?},\n        package: {package:?},\n        source: {source:?},\n        \
              chapter: {:?},\n        permissions: rbac::{},\n        starter: {starter},\n        \
              captures: &{:?},\n        flow: {flow},\n        \
-             flow_shows: &{shows:?},\n        branches: {branches},\n    }},\n",
-            step.title, step.go, step.chapter, step.permissions, step.captures,
+             flow_shows: &{shows:?},\n        flow_races: &{races:?},\n        \
+             no_longer_needs: &{:?},\n        branches: {branches},\n    }},\n",
+            step.title, step.go, step.chapter, step.permissions, step.captures, step.no_longer_needs,
         ));
     }
     out.push_str("];\n");

@@ -48,6 +48,13 @@ pub struct Step {
     /// (`xtask/src/book/recordings.rs` `shape`) and what the chapter calls
     /// it. A scenario that no longer makes one happen fails the recording.
     pub flow_shows: &'static [(&'static str, &'static str)],
+    /// Lines of that recording that a race decides, each a pattern on its
+    /// shape and why (step.toml's `[[race]]` tables): a fresh run may show
+    /// them or not without the recording being stale.
+    pub flow_races: &'static [(&'static str, &'static str)],
+    /// What RBAC allowed the step before that this one no longer needs
+    /// (step.toml's `no_longer_needs`: step 8 patches where step 7 updates).
+    pub no_longer_needs: &'static [&'static str],
     /// The branches of its Go counterpart, each with the behaviour of its
     /// check that shows it (step.toml's `[[branch]]` tables): the teacher
     /// notes' table (book/src/workshop.md, written by `cargo xtask steps`).

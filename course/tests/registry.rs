@@ -262,10 +262,10 @@ fn every_step_with_a_queue_has_a_flow_recording_its_chapter_replays() {
 }
 
 #[test]
-fn each_step_needs_what_the_one_before_did_except_where_apply_replaces_update() {
+fn each_step_needs_what_the_one_before_did_except_what_its_step_toml_says_it_no_longer_needs() {
     // Steps 1-7 add a layer each; step 8 applies (patch) where step 7
-    // updates, and needs nothing else step 7 did not. (src/rbac.rs compares
-    // steps 7 and 8 with manifests/rbac.yaml.)
+    // updates, and its step.toml says so. (src/rbac.rs compares steps 7 and
+    // 8 with manifests/rbac.yaml.)
     let table = |step: &course::steps::Step| -> BTreeSet<String> {
         step.permissions
             .iter()
@@ -277,24 +277,11 @@ fn each_step_needs_what_the_one_before_did_except_where_apply_replaces_update() 
     };
     for pair in STEPS.windows(2) {
         let (before, after) = (table(&pair[0]), table(&pair[1]));
-        if pair[1].number == 8 {
-            let only_before: Vec<_> = before.difference(&after).cloned().collect();
-            assert_eq!(
-                only_before,
-                [
-                    "update apps deployments",
-                    "update samplecontroller.k8s.io foos/status"
-                ],
-                "what step 7 needs and step 8 does not"
-            );
-        } else {
-            assert!(
-                before.is_subset(&after),
-                "step {} needs {:?}, which step {} does not",
-                pair[0].number,
-                before.difference(&after).collect::<Vec<_>>(),
-                pair[1].number
-            );
-        }
+        let only_before: Vec<&str> = before.difference(&after).map(String::as_str).collect();
+        assert_eq!(
+            only_before, pair[1].no_longer_needs,
+            "what step {} needs and step {} does not (steps/step-{}/step.toml's no_longer_needs)",
+            pair[0].number, pair[1].number, pair[1].number
+        );
     }
 }
