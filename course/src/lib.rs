@@ -14,7 +14,8 @@
 //! - [`flow`]: a step's JSON log read as the flow of queue, worker, API and
 //!   Event lines the book replays;
 //! - [`cargo`]: cargo run from a program cargo started, building what the
-//!   user's own `cargo build` builds.
+//!   user's own `cargo build` builds; [`workspace`]: the repository as
+//!   every tool sees it (its root, target directory and packages).
 //!
 //! It depends on the control plane (`testcluster`) to have somewhere to run,
 //! and on the lesson's shared crate for the Foo and the RBAC tables. It never
@@ -27,6 +28,7 @@ pub mod flow;
 pub mod harness;
 pub mod proxy;
 pub mod steps;
+pub mod workspace;
 
 /// Where this crate's build script wrote what it makes from the step
 /// folders (the registry, the list of the steps' check modules), for

@@ -22,7 +22,6 @@
 //! * `cargo xtask heap-profile`: step 8's heap at its largest, by dhat.
 //! * `cargo xtask first-build`: cold builds of the floor (the shared crate's dependencies), a step or every step, per revision.
 
-mod bench;
 mod beside;
 mod book;
 mod bump;
@@ -32,17 +31,14 @@ mod cluster;
 mod demo;
 #[cfg(test)]
 mod devtools;
-mod firstbuild;
 mod generated;
 mod gosource;
-mod heap;
 mod html;
 #[cfg(test)]
 mod imports;
 mod kubectl;
 mod lanes;
 mod markdown;
-mod measure;
 mod oldest;
 #[cfg(test)]
 mod pins;
@@ -51,7 +47,6 @@ mod preprocess;
 mod setup;
 mod steps;
 mod suites;
-mod timeline;
 mod watch;
 mod workshop;
 mod workspace;
@@ -104,13 +99,13 @@ enum Command {
     /// go wrong; prints one line per fault with what was checked.
     Faults,
     /// Measure Rust steps 7 and 8 against the Go original and a bare client (takes about half an hour).
-    Bench(bench::BenchArgs),
+    Bench(performance::bench::BenchArgs),
     /// Time cold builds (`--bin step-1`, `--bins`) of two revisions, with cargo's per-crate
     /// timings: the first-build table of the Performance page.
-    FirstBuild(firstbuild::FirstBuildArgs),
+    FirstBuild(performance::firstbuild::FirstBuildArgs),
     /// Profile step 8's heap with dhat while it converges N Foos: the heap at its largest,
     /// by crate and by allocation site.
-    HeapProfile(heap::HeapArgs),
+    HeapProfile(performance::heap::HeapArgs),
     /// Move the course to another Kubernetes release (versions.toml, the Go wrapper
     /// modules, the k8s-openapi feature) and list the book passages whose Go source
     /// changed; `--dry-run` only lists them.
@@ -206,9 +201,9 @@ async fn main() -> ExitCode {
         Command::Parity => suites::parity(),
         Command::Oldest => oldest::oldest(),
         Command::Faults => suites::faults(),
-        Command::Bench(args) => bench::bench(args).await,
-        Command::FirstBuild(args) => firstbuild::first_build(args),
-        Command::HeapProfile(args) => heap::heap_profile(args).await,
+        Command::Bench(args) => performance::bench::bench(args).await,
+        Command::FirstBuild(args) => performance::firstbuild::first_build(args),
+        Command::HeapProfile(args) => performance::heap::heap_profile(args).await,
         Command::Workshop {
             finished: Some(dir),
             ..

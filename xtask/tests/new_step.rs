@@ -221,6 +221,19 @@ async fn a_new_step_folder_is_built_registered_tested_captured_checked_and_offer
         "{manifest}"
     );
 
+    // Seen by the Chinese edition: its chapter and its rows in the
+    // workshop's tables have no translation yet, and the edition's check
+    // says so until a translator adds them (or lists the pages in
+    // book/po/zh-CN.toml's `incomplete`).
+    let po = xtask(&copy, &["book", "po"], true);
+    for page in [format!("step-{n}.md"), "workshop.md".to_string()] {
+        assert!(
+            stdout(&po).contains(&format!("zh-CN: {page} must be complete")),
+            "{}",
+            stdout(&po)
+        );
+    }
+
     // Captured: its chapter's run, by its capture.rs.
     let file = format!("step-{n}.txt");
     xtask(&copy, &["book", "outputs", &file], true);

@@ -433,7 +433,7 @@ fn check_summary(src: &Path, pages: &BTreeMap<PathBuf, String>) -> Result<Vec<St
 }
 
 /// Every path into this repository that a page names in code
-/// (`xtask/src/bench/`, `steps/step-8/check.rs:10`) is one of its files or
+/// (`performance/src/bench/`, `steps/step-8/check.rs:10`) is one of its files or
 /// folders (`files`: tracked, or new and not ignored), so a file that moves
 /// leaves no stale name behind. A path in a link's text is the link's
 /// (another project's file), one under a folder the repository does not
@@ -694,7 +694,7 @@ mod tests {
         let pages = markdown_pages(&book_dir().join("src")).unwrap();
         assert_eq!(check_repository_paths(&files, &pages), Vec::<String>::new());
         let page = PathBuf::from("book/src/moved.md");
-        let text = "`xtask/src/bench.rs` and `xtask/src/bench/` at `steps/step-8/check.rs:12`,\n\
+        let text = "`xtask/src/bench.rs` and `performance/src/bench/` at `steps/step-8/check.rs:12`,\n\
                     `steps/step-N/check.rs`, `book/src/outputs/*.txt`, `NAME.json`,\n\
                     [`src/events.rs`](https://docs.rs/), `/healthz`, `target/heap` and\n\
                     `cargo run --bin step-1`.\n";

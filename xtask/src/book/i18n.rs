@@ -9,7 +9,8 @@
 //! English when its catalogue has no translation for the exact English text
 //! or only a fuzzy one: a changed English paragraph shows in English until
 //! it is translated again, never as the old translation. `book/po/LANG.toml`
-//! says which pages are complete and holds the edition's term list.
+//! lists the pages whose translation is under way (every other page must be
+//! complete) and holds the edition's term list.
 //!
 //! * `cargo xtask book po` extracts the English messages into
 //!   `book/po/messages.pot` (generated, gitignored) and merges them into each
@@ -20,7 +21,7 @@
 //! * `cargo xtask book build` renders English into `book/book` and each
 //!   edition into `book/book/LANG` ([`build_editions`]).
 //! * `cargo xtask book check` ([`check`]) extracts the English of now and
-//!   reports each page's coverage; it fails when a page marked complete has a
+//!   reports each page's coverage; it fails when a page not listed as under way has a
 //!   fuzzy or missing message, or when a translation loses what the English
 //!   has to keep: a `{{#…}}` directive (an include, a figure, a Go excerpt), a
 //!   link target, an inline code span (identifiers and commands stay
@@ -54,10 +55,12 @@ pub const EDITIONS: &[&str] = &["zh-CN"];
 pub struct EditionConfig {
     /// The book's title in the edition's language.
     pub title: String,
-    /// The pages (`introduction.md`, …) whose translation is complete: the
-    /// check fails when one of them has a fuzzy or missing message.
+    /// The pages (`introduction.md`, …) whose translation is not complete
+    /// yet. Every other page must be: the check fails when one of them has
+    /// a fuzzy or missing message, so a new page, or a new message of a
+    /// page (a new step's rows in the workshop's tables), is seen at once.
     #[serde(default)]
-    pub complete: Vec<String>,
+    pub incomplete: Vec<String>,
     /// English term → the edition's term. A translated message whose English
     /// uses the term (as a word, lower case, plural or not) must use the
     /// edition's term. A term kept in English maps to itself.
@@ -371,13 +374,24 @@ pub fn problems(
     code: &CodeLines,
 ) -> Vec<String> {
     let mut problems = Vec::new();
-    for page in &config.complete {
-        let Some(cover) = coverage.get(page) else {
-            problems.push(format!(
-                "po/{lang}.toml marks {page} complete, but the book has no such page with text"
-            ));
+    for page in &config.incomplete {
+        match coverage.get(page) {
+            None => problems.push(format!(
+                "po/{lang}.toml lists {page} as incomplete, but the book has no such page with text"
+            )),
+            Some(cover) if cover.fuzzy.is_empty() && cover.missing.is_empty() => {
+                problems.push(format!(
+                    "po/{lang}.toml lists {page} as incomplete, but every message of it is \
+                     translated: take it off the list"
+                ))
+            }
+            Some(_) => {}
+        }
+    }
+    for (page, cover) in coverage {
+        if config.incomplete.contains(page) {
             continue;
-        };
+        }
         let lines = |list: &[(usize, String)]| {
             list.iter()
                 .map(|(line, words)| format!("line {line} \"{words}\""))
@@ -386,16 +400,18 @@ pub fn problems(
         };
         if !cover.fuzzy.is_empty() {
             problems.push(format!(
-                "{lang}: {page} is marked complete, but {} of its messages are fuzzy (the English changed; \
-                 check each translation against the new English and remove `#, fuzzy`): {}",
+                "{lang}: {page} must be complete (po/{lang}.toml does not list it as incomplete), but {} \
+                 of its messages are fuzzy (the English changed; check each translation against the \
+                 new English and remove `#, fuzzy`): {}",
                 cover.fuzzy.len(),
                 lines(&cover.fuzzy)
             ));
         }
         if !cover.missing.is_empty() {
             problems.push(format!(
-                "{lang}: {page} is marked complete, but {} of its messages have no translation of \
-                 their English as it is now (`cargo xtask book po`, then translate): {}",
+                "{lang}: {page} must be complete (po/{lang}.toml does not list it as incomplete), but {} \
+                 of its messages have no translation of their English as it is now (`cargo xtask book \
+                 po`, then translate): {}",
                 cover.missing.len(),
                 lines(&cover.missing)
             ));
@@ -448,7 +464,7 @@ fn print_coverage(lang: &str, coverage: &BTreeMap<String, PageCoverage>, config:
         if page == "SUMMARY.md" {
             continue;
         }
-        let mark = if config.complete.contains(page) {
+        let mark = if !config.incomplete.contains(page) {
             "complete"
         } else if cover.translated == 0 {
             "not started"
@@ -714,10 +730,7 @@ mod tests {
 
     #[test]
     fn a_changed_english_paragraph_makes_its_complete_page_incomplete() {
-        let config = EditionConfig {
-            complete: vec!["step-1.md".into()],
-            ..Default::default()
-        };
+        let config = EditionConfig::default();
         let po = catalog(&[
             (
                 "src/step-1.md:1",
@@ -763,7 +776,7 @@ mod tests {
         let found = problems("zh-CN", &after, &po, &config, &cover, &CodeLines::new());
         assert_eq!(found.len(), 1, "{found:?}");
         assert!(
-            found[0].contains("step-1.md is marked complete, but 1 of its messages"),
+            found[0].contains("step-1.md must be complete (po/zh-CN.toml does not list it as incomplete), but 1 of its messages"),
             "{}",
             found[0]
         );
@@ -838,16 +851,45 @@ mod tests {
             cover["page.md"].missing,
             vec![(3, "The queue holds each key only once.".to_string())]
         );
-        let config = EditionConfig {
-            complete: vec!["page.md".into()],
-            ..Default::default()
-        };
+        let config = EditionConfig::default();
         let found = problems("zh-CN", &pot, &po, &config, &cover, &CodeLines::new());
         assert!(
-            found
-                .iter()
-                .any(|p| p.contains("page.md is marked complete")),
+            found.iter().any(|p| p.contains("page.md must be complete")),
             "{found:?}"
+        );
+    }
+
+    #[test]
+    fn a_page_listed_incomplete_is_not_checked_and_a_list_that_is_stale_is_a_problem() {
+        let pot = catalog(&[
+            ("src/step-1.md:1", "Step 1: Clients", "", false),
+            ("src/step-9.md:1", "Step 9: A new step", "", false),
+        ]);
+        let po = catalog(&[(
+            "src/step-1.md:1",
+            "Step 1: Clients",
+            "第 1 步：客户端",
+            false,
+        )]);
+        let cover = coverage(&pot, &po);
+        let check = |incomplete: &[&str]| {
+            let config = EditionConfig {
+                incomplete: incomplete.iter().map(|p| p.to_string()).collect(),
+                ..Default::default()
+            };
+            problems("zh-CN", &pot, &po, &config, &cover, &CodeLines::new())
+        };
+        // A new page is seen at once.
+        let found = check(&[]);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].contains("step-9.md must be complete"), "{found:?}");
+        assert!(check(&["step-9.md"]).is_empty());
+        assert_eq!(
+            check(&["step-9.md", "step-1.md", "gone.md"]),
+            [
+                "po/zh-CN.toml lists step-1.md as incomplete, but every message of it is translated: take it off the list",
+                "po/zh-CN.toml lists gone.md as incomplete, but the book has no such page with text",
+            ]
         );
     }
 
@@ -868,10 +910,7 @@ mod tests {
 
     #[test]
     fn a_fuzzy_translation_counts_as_not_translated() {
-        let config = EditionConfig {
-            complete: vec!["step-1.md".into()],
-            ..Default::default()
-        };
+        let config = EditionConfig::default();
         let pot = catalog(&[(
             "src/step-1.md:3",
             "The Go code builds its two clients.",

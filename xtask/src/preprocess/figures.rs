@@ -4,7 +4,7 @@
 //!
 //! A report written as data has its figures in `book/src/outputs/RUN.json`,
 //! under `figures`, each a string as the page shows it: what `cargo xtask
-//! bench` writes (`performance`; `xtask/src/bench/report.rs`' `figures` makes
+//! bench` writes (`performance`; `performance/src/bench/report.rs`' `figures` makes
 //! them), `cargo xtask first-build` and `cargo xtask heap-profile`. Keys of a
 //! bench run, for a number of Foos and a subject (`go`, `step7`, `step8`,
 //! `floor`, `floor2`: the floor with 2 Foos in flight):
@@ -30,7 +30,7 @@
 //! - `500 step8 flow-off`, `flow-on` (with `-fastest`, `-slowest`),
 //!   `flow-ratio`, `flow-lines`: the step with its JSON log off and on;
 //! - `500 step8-flow fastest-run busy` (and `slowest-run`): where the time
-//!   of the fastest and slowest flow-on run went (`xtask/src/timeline.rs`):
+//!   of the fastest and slowest flow-on run went (`performance/src/timeline.rs`):
 //!   `converged`, `last-seen`, `last-created`, `syncs`, `sync-ms`, `busy`,
 //!   `busy-share`, `wait`, `wait-max`, `requests`, `request-ms`,
 //!   `request-p90`, `request-total`.

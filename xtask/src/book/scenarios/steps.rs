@@ -44,11 +44,11 @@ pub(in crate::book) async fn watch_list(env: &Env, cp: &ControlPlane) -> Result<
         "(LIST and WATCH requests of foos and deployments per program: the difference in kube-apiserver's apiserver_request_total, as `kubectl get --raw /metrics` shows it, before and after the program ran for a second)".to_string(),
     ];
     for (name, exe, args) in programs {
-        let before = crate::measure::request_counts(&env.client).await?;
+        let before = performance::measure::request_counts(&env.client).await?;
         let log = cp
             .log_dir()
             .join(format!("watch-list-{}.log", name.replace(' ', "-")));
-        let mut child = crate::measure::start(&exe, &args, &log).await?;
+        let mut child = performance::measure::start(&exe, &args, &log).await?;
         tokio::time::sleep(Duration::from_secs(1)).await;
         if let Some(pid) = child.id() {
             let _ = testcluster::signal(pid, libc::SIGTERM); // gone already: wait() says so
@@ -57,8 +57,8 @@ pub(in crate::book) async fn watch_list(env: &Env, cp: &ControlPlane) -> Result<
             .await
             .context("a program did not stop on SIGTERM")??;
         tokio::time::sleep(Duration::from_millis(500)).await;
-        let after = crate::measure::request_counts(&env.client).await?;
-        let counts = crate::measure::diff(&before, &after);
+        let after = performance::measure::request_counts(&env.client).await?;
+        let counts = performance::measure::diff(&before, &after);
         let of = |resource: &str| {
             let verbs: Vec<String> = ["LIST", "WATCH"]
                 .iter()

@@ -259,7 +259,7 @@ struct CachedBytes {
 
 /// Runs the benchmark.
 pub async fn bench(args: BenchArgs) -> Result<()> {
-    let root = crate::workspace::repo_root();
+    let root = course::workspace::repo_root();
     let earlier = if args.report_only || args.add {
         let path = root.join(format!("book/src/outputs/{}.json", args.output));
         let text = std::fs::read_to_string(&path)

@@ -131,7 +131,7 @@ struct Run {
 
 /// Runs the cold builds and prints (and writes) the report.
 pub fn first_build(args: FirstBuildArgs) -> Result<()> {
-    let root = crate::workspace::repo_root();
+    let root = course::workspace::repo_root();
     let work = root.join("target/first-build");
     std::fs::create_dir_all(&work)?;
     let mut sources = Vec::new();

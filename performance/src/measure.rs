@@ -17,11 +17,7 @@ use kube::api::{Api, ListParams, PostParams};
 use sample_controller::{Foo, FooSpec};
 
 /// Starts a controller with its output in `log`, and waits until its workers run.
-pub(crate) async fn start(
-    exe: &Path,
-    args: &[String],
-    log: &Path,
-) -> Result<tokio::process::Child> {
+pub async fn start(exe: &Path, args: &[String], log: &Path) -> Result<tokio::process::Child> {
     start_in(exe, args, log, None, &[]).await
 }
 
@@ -156,7 +152,7 @@ pub(crate) async fn wait_settled(client: &Client, ns: &str) -> Result<Instant> {
 
 /// `apiserver_request_total` summed by `VERB resource[/subresource]`, for the
 /// resources a sample controller touches.
-pub(crate) async fn request_counts(client: &Client) -> Result<BTreeMap<String, f64>> {
+pub async fn request_counts(client: &Client) -> Result<BTreeMap<String, f64>> {
     let request = http::Request::get("/metrics").body(Vec::new())?;
     let text = client.request_text(request).await?;
     let mut counts = BTreeMap::new();
@@ -190,7 +186,7 @@ pub(crate) async fn request_counts(client: &Client) -> Result<BTreeMap<String, f
 }
 
 /// What `after` counts beyond `before`, leaving out what did not grow.
-pub(crate) fn diff(
+pub fn diff(
     before: &BTreeMap<String, f64>,
     after: &BTreeMap<String, f64>,
 ) -> BTreeMap<String, f64> {

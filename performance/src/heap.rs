@@ -91,7 +91,7 @@ const PLUMBING: &[&str] = &[
 
 /// Builds the profiling binary, runs the workload, and prints the report.
 pub async fn heap_profile(args: HeapArgs) -> Result<()> {
-    let root = crate::workspace::repo_root();
+    let root = course::workspace::repo_root();
     if let Some(json) = &args.from_json {
         return write_report(&root, json, args.foos);
     }
@@ -100,7 +100,7 @@ pub async fn heap_profile(args: HeapArgs) -> Result<()> {
         "==> cargo build --release -p sample-controller-step8 --features dhat-heap --example heap_profile \
          (in target/heap, with debug info so that every frame resolves)"
     );
-    let status = crate::workspace::cargo(&[
+    let status = course::workspace::cargo(&[
         "build",
         "--release",
         "--quiet",
