@@ -108,6 +108,10 @@ pub fn extract(book: &Path, dest: &Path) -> Result<PathBuf> {
         .arg("-d")
         .arg(dest)
         .env("MDBOOK_BUILD__USE_DEFAULT_PREPROCESSORS", "false")
+        // The book's own preprocessor declines this renderer anyway: where
+        // its binary is not built at book.toml's path (a copy of the
+        // repository with a target directory elsewhere), nothing is lost.
+        .env("MDBOOK_PREPROCESSOR__GOSOURCE__OPTIONAL", "true")
         .env("MDBOOK_OUTPUT", format!(r#"{{"{EXTRACTOR}": {{}}}}"#))
         .output()
         .context("running mdbook (is it installed?)")?;
