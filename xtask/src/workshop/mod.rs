@@ -17,7 +17,6 @@
 mod specs;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 use anyhow::{Context, Result, bail, ensure};
 
@@ -345,7 +344,7 @@ fn generate_as(spec: &Spec, root: &Path, filled: bool) -> Result<String> {
 
     let mut out = header(spec);
     out.push_str(&code);
-    rustfmt(&out)
+    crate::generated::rustfmt(&out).context("formatting a generated starter")
 }
 
 /// Moves the `File` piece's text, once its gaps are made, into `code`.
@@ -507,31 +506,6 @@ fn gap_text(signature: &str, doc: &str, todo: &str) -> String {
     out.push_str(signature.trim_start_matches("pub ").trim_end());
     out.push_str(&format!(" {{\n    todo!({todo:?})\n}}\n"));
     out
-}
-
-/// `code` through rustfmt (edition 2024), as `cargo fmt` would leave it.
-fn rustfmt(code: &str) -> Result<String> {
-    use std::io::Write;
-    let mut child = Command::new("rustfmt")
-        .args(["--edition", "2024", "--emit", "stdout"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .context("running rustfmt (rustup component add rustfmt)")?;
-    child
-        .stdin
-        .take()
-        .context("rustfmt's stdin")?
-        .write_all(code.as_bytes())?;
-    let output = child.wait_with_output()?;
-    if !output.status.success() {
-        bail!(
-            "rustfmt rejected a generated starter:\n{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-    }
-    Ok(String::from_utf8(output.stdout)?)
 }
 
 #[cfg(test)]
