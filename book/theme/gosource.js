@@ -1,4 +1,4 @@
-// The Go/Rust tab groups of `{{#go …}}` excerpts (xtask/src/gosource.rs).
+// The Go/Rust tab groups of `{{#go …}}` excerpts (booktool/src/gosource/mod.rs).
 // CSS switches the tabs; this keeps one choice for every group of the book
 // (remembered in localStorage) and numbers the Go lines as in the Go file.
 (() => {

@@ -1,5 +1,5 @@
 // The Chinese edition's search tokenizer. `cargo xtask book build` puts this
-// file in front of that edition's search index (xtask/src/book/search.rs,
+// file in front of that edition's search index (booktool/src/search.rs,
 // whose `tokens` is the same function in Rust), so that it is in place
 // before the searcher loads the index, and elasticlunr cuts a query the way
 // the index was cut: runs of Chinese characters into overlapping pairs

@@ -13,6 +13,8 @@
 //!   (a watch held behind, a request refused, a cut);
 //! - [`flow`]: a step's JSON log read as the flow of queue, worker, API and
 //!   Event lines the book replays;
+//! - [`kubectl`]: the control plane's kubectl, run in the repository (the
+//!   demo, the captures and a reader's shell lines use the same one);
 //! - [`cargo`]: cargo run from a program cargo started, building what the
 //!   user's own `cargo build` builds; [`workspace`]: the repository as
 //!   every tool sees it (its root, target directory and packages).
@@ -26,6 +28,7 @@ pub mod cargo;
 pub mod checks;
 pub mod flow;
 pub mod harness;
+pub mod kubectl;
 pub mod proxy;
 pub mod steps;
 pub mod workspace;

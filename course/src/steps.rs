@@ -45,7 +45,7 @@ pub struct Step {
     /// capture; `None` for a step with no queue to show (steps 1 and 2).
     pub flow: Option<&'static str>,
     /// What that recording must show: a line of each shape
-    /// (`xtask/src/book/recordings.rs` `shape`) and what the chapter calls
+    /// (`booktool/src/recordings.rs` `shape`) and what the chapter calls
     /// it. A scenario that no longer makes one happen fails the recording.
     pub flow_shows: &'static [(&'static str, &'static str)],
     /// Lines of that recording that a race decides, each a pattern on its

@@ -1,12 +1,12 @@
 //! Step 1's capture: the run its chapter shows, `book/src/outputs/step-1.txt`,
 //! against a fresh control plane (`cargo xtask book outputs step-1.txt`).
-//! Part of xtask (`book::scenarios::step1`, declared in
-//! xtask/src/book/scenarios/mod.rs by `cargo xtask steps`).
+//! Part of booktool (`scenarios::step1`, declared in
+//! booktool/src/scenarios/mod.rs by `cargo xtask steps`).
 
 use anyhow::Result;
 
 use super::Captured;
-use crate::book::capture::*;
+use crate::capture::*;
 
 /// The Foo of manifests/example-foo.yaml and a Deployment nobody owns, then
 /// step 1 listing both.

@@ -1,14 +1,14 @@
 //! Step 2's capture: the run its chapter shows, `book/src/outputs/step-2.txt`,
 //! against a fresh control plane (`cargo xtask book outputs step-2.txt`).
-//! Part of xtask (`book::scenarios::step2`, declared in
-//! xtask/src/book/scenarios/mod.rs by `cargo xtask steps`).
+//! Part of booktool (`scenarios::step2`, declared in
+//! booktool/src/scenarios/mod.rs by `cargo xtask steps`).
 
 use std::time::Duration;
 
 use anyhow::Result;
 
 use super::Captured;
-use crate::book::capture::*;
+use crate::capture::*;
 
 /// Step 2 fills its caches, then shows a Foo and a Deployment created while
 /// it runs.

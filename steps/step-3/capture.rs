@@ -1,14 +1,14 @@
 //! Step 3's capture: the run its chapter shows, `book/src/outputs/step-3.txt`,
 //! against a fresh control plane (`cargo xtask book outputs step-3.txt`).
-//! Part of xtask (`book::scenarios::step3`, declared in
-//! xtask/src/book/scenarios/mod.rs by `cargo xtask steps`).
+//! Part of booktool (`scenarios::step3`, declared in
+//! booktool/src/scenarios/mod.rs by `cargo xtask steps`).
 
 use std::time::Duration;
 
 use anyhow::Result;
 
 use super::{Captured, owned_deployment_command};
-use crate::book::capture::*;
+use crate::capture::*;
 
 /// Each handler at work: a Foo added and updated, a Deployment it controls
 /// added and deleted, a foreign one ignored, a resync replay ignored.

@@ -1,14 +1,14 @@
 //! Step 4's capture: the run its chapter shows, `book/src/outputs/step-4.txt`,
 //! against a fresh control plane (`cargo xtask book outputs step-4.txt`).
-//! Part of xtask (`book::scenarios::step4`, declared in
-//! xtask/src/book/scenarios/mod.rs by `cargo xtask steps`).
+//! Part of booktool (`scenarios::step4`, declared in
+//! booktool/src/scenarios/mod.rs by `cargo xtask steps`).
 
 use std::time::Duration;
 
 use anyhow::Result;
 
 use super::Captured;
-use crate::book::capture::*;
+use crate::capture::*;
 
 /// A Foo whose first three syncs fail (`--fail-first 3`): the backoff, then a
 /// later change synced without failures.

@@ -1,14 +1,14 @@
 //! Step 5's capture: the run its chapter shows, `book/src/outputs/step-5.txt`,
 //! against a fresh control plane (`cargo xtask book outputs step-5.txt`).
-//! Part of xtask (`book::scenarios::step5`, declared in
-//! xtask/src/book/scenarios/mod.rs by `cargo xtask steps`).
+//! Part of booktool (`scenarios::step5`, declared in
+//! booktool/src/scenarios/mod.rs by `cargo xtask steps`).
 
 use std::time::Duration;
 
 use anyhow::Result;
 
 use super::Captured;
-use crate::book::capture::*;
+use crate::capture::*;
 
 /// A Foo's Deployment created, refused when another owns the name, scaled
 /// back after someone else scales it, recreated after it is deleted.

@@ -1,7 +1,7 @@
 //! Step 6's capture: the run its chapter shows, `book/src/outputs/step-6.txt`,
 //! against a fresh control plane (`cargo xtask book outputs step-6.txt`).
-//! Part of xtask (`book::scenarios::step6`, declared in
-//! xtask/src/book/scenarios/mod.rs by `cargo xtask steps`).
+//! Part of booktool (`scenarios::step6`, declared in
+//! booktool/src/scenarios/mod.rs by `cargo xtask steps`).
 
 use std::time::Duration;
 
@@ -10,7 +10,7 @@ use kube::api::Api;
 use sample_controller::Foo;
 
 use super::Captured;
-use crate::book::capture::*;
+use crate::capture::*;
 
 /// The Foo's status following its Deployment's available replicas, as the
 /// Foo is scaled.

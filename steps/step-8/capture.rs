@@ -1,19 +1,19 @@
 //! Step 8's capture: the scenario step 7's chapter shows too
 //! ([`whole_controller`]), run on step 8 for its chapter
 //! (`book/src/outputs/step-8.txt` and `step-8-events.txt`), against a fresh
-//! control plane (`cargo xtask book outputs step-8.txt`). Part of xtask
-//! (`book::scenarios::step8`, declared in
-//! xtask/src/book/scenarios/mod.rs by `cargo xtask steps`).
+//! control plane (`cargo xtask book outputs step-8.txt`). Part of booktool
+//! (`scenarios::step8`, declared in
+//! booktool/src/scenarios/mod.rs by `cargo xtask steps`).
 
 use anyhow::{Context, Result, ensure};
 
 use super::{Captured, whole_controller};
-use crate::book::capture::step_namespace;
-use crate::book::recordings;
+use crate::capture::step_namespace;
+use crate::recordings;
 
 /// The whole controller's scenario, and its Events checked against the
 /// run's own flow.
-pub(super) async fn capture(env: &crate::book::capture::Env) -> Result<Captured> {
+pub(super) async fn capture(env: &crate::capture::Env) -> Result<Captured> {
     let (transcript, events) = whole_controller(env, "step-8").await?;
     let log = recordings::log_path(&step_namespace("step-8"));
     let log = std::fs::read_to_string(&log)
@@ -67,7 +67,7 @@ mod tests {
 
     #[test]
     fn step_8s_committed_events_count_what_its_committed_flow_shows() {
-        let committed = crate::workspace::repo_root().join("book/src/outputs");
+        let committed = course::workspace::repo_root().join("book/src/outputs");
         let events = std::fs::read_to_string(committed.join("step-8-events.txt")).unwrap();
         let flow = std::fs::read_to_string(committed.join("flow/step-8.jsonl")).unwrap();
         events_follow_the_flow(&events, &flow).unwrap();

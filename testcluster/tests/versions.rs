@@ -270,7 +270,7 @@ fn no_go_line_number_is_typed_by_hand() {
     assert!(
         typed.is_empty(),
         "{} links carry Go line numbers typed by hand; in the book write `go:FILE#NAME` \
-         (resolved at build time, xtask/src/gosource/links.rs), elsewhere link the file and \
+         (resolved at build time, booktool/src/gosource/links.rs), elsewhere link the file and \
          name the function:\n{}",
         typed.len(),
         typed.join("\n")

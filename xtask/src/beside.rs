@@ -19,7 +19,7 @@ use std::time::Instant;
 use anyhow::{Context, Result, anyhow, bail};
 use testcluster::binaries::OLDEST_KUBERNETES_VERSION;
 
-use crate::gosource::links::Release;
+use booktool::gosource::Release;
 
 /// The builds running beside the tests.
 pub struct Beside(JoinHandle<Result<()>>);

@@ -17,8 +17,8 @@ use std::process::Command;
 use anyhow::{Context, Result, ensure};
 use clap::Args;
 
-use crate::gosource::changed_passages;
-use crate::gosource::links::Release;
+use booktool::gosource::Release;
+use booktool::gosource::changed_passages;
 
 /// `cargo xtask bump-kubernetes`.
 #[derive(Args, Debug)]
@@ -40,7 +40,7 @@ pub fn bump(args: BumpArgs) -> Result<()> {
     let to = Release::of(&args.version)?;
     ensure!(from != to, "the course is on {} already", from.kubernetes);
     println!("==> The Go modules the book reads, at both releases");
-    crate::gosource::require_modules(&[&from, &to])?;
+    booktool::gosource::require_modules(&[&from, &to])?;
     println!(
         "==> The book's Go excerpts and links whose source differs between {} and {}",
         from.staging, to.staging

@@ -54,7 +54,7 @@ fn pipe() -> Result<(RawFd, RawFd)> {
 impl Browser {
     /// Starts Chromium and opens a page of `width`×`height`, blank.
     pub fn start(width: u32, height: u32) -> Result<Browser> {
-        let chromium = crate::setup::chromium().context("chromium is not installed")?;
+        let chromium = booktool::tools::chromium().context("chromium is not installed")?;
         let profile = tempfile::Builder::new()
             .prefix("devtools-")
             .tempdir()

@@ -23,27 +23,20 @@
 //! * `cargo xtask first-build`: cold builds of the floor (the shared crate's dependencies), a step or every step, per revision.
 
 mod beside;
-mod book;
 mod bump;
 mod check;
-mod chromium;
 mod cluster;
 mod demo;
 #[cfg(test)]
 mod devtools;
 mod generated;
-mod gosource;
-mod html;
 #[cfg(test)]
 mod imports;
-mod kubectl;
 mod lanes;
-mod markdown;
 mod oldest;
 #[cfg(test)]
 mod pins;
 mod prepare;
-mod preprocess;
 mod setup;
 mod steps;
 mod suites;
@@ -130,30 +123,10 @@ enum Command {
         #[arg(long, value_name = "DIR", conflicts_with = "check")]
         finished: Option<PathBuf>,
     },
-    /// The book in book/: `outputs` (captured step runs), `build`, `check`, `preprocess`, `go-link`.
+    /// The book in book/: `outputs` (captured step runs), `build`, `po`, `check`, and mdBook's
+    /// `preprocess`, `go-link` (the booktool crate).
     #[command(subcommand)]
-    Book(BookCli),
-}
-
-/// `cargo xtask book …`: the commands of book/ (mod.rs), and the Go-source ones of gosource/.
-#[derive(Subcommand)]
-enum BookCli {
-    #[command(flatten)]
-    Book(book::BookCommand),
-    /// The mdBook preprocessor of book.toml's `[preprocessor.gosource]`: expands `{{#go …}}`
-    /// into the Go source from the module cache (reads `[context, book]` JSON on stdin).
-    Preprocess {
-        #[command(subcommand)]
-        command: Option<preprocess::PreprocessCommand>,
-    },
-    /// Print the book's `go:` link to a Go declaration, with the pinned URL it resolves to,
-    /// e.g. `go-link controller.go syncHandler`.
-    GoLink {
-        /// A .go file of the Go sample-controller, relative to its module root.
-        file: String,
-        /// A top-level function, method, type, const or var.
-        name: String,
-    },
+    Book(booktool::BookCommand),
 }
 
 #[derive(Subcommand)]
@@ -211,9 +184,7 @@ async fn main() -> ExitCode {
         Command::Workshop { check, .. } => workshop::workshop(check),
         Command::Steps { check } => steps::steps(check),
         Command::BumpKubernetes(args) => bump::bump(args),
-        Command::Book(BookCli::Book(command)) => book::run(command).await,
-        Command::Book(BookCli::Preprocess { command }) => preprocess::preprocess(command),
-        Command::Book(BookCli::GoLink { file, name }) => gosource::print_link(&file, &name),
+        Command::Book(command) => booktool::run(command).await,
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

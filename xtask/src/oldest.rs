@@ -14,7 +14,7 @@ use anyhow::{Context, Result, bail};
 use testcluster::Binary;
 use testcluster::binaries::{OLDEST_KUBERNETES_VERSION, build_at, cached_path_at};
 
-use crate::gosource::links::Release;
+use booktool::gosource::Release;
 
 /// The servers of the control plane that come from `k8s.io/kubernetes`.
 const SERVERS: [Binary; 3] = [

@@ -58,7 +58,7 @@ pub async fn prepare() -> Result<()> {
 
     let t = Instant::now();
     println!("==> 4/6 Go's sample-controller source, for the book's Go tabs");
-    match crate::gosource::module_dir() {
+    match booktool::gosource::module_dir() {
         Ok(dir) => println!("    {}", dir.display()),
         // The book can be read without it; say so rather than fail.
         Err(err) => eprintln!("    warning: the book's Go tabs will not build offline: {err:#}"),
@@ -103,16 +103,16 @@ pub async fn prepare() -> Result<()> {
          the control plane and kubectl are in ~/.cache/sample-controller-rs/bin.\n\
          On the day: `cargo xtask cluster up` once, then `cargo xtask check step-2` (and on)."
     );
-    if crate::setup::installed_version(&crate::setup::MDBOOK).is_none() {
+    if booktool::tools::installed_version(&booktool::tools::MDBOOK).is_none() {
         println!(
             "To read the book in a browser (optional; book/src/*.md read fine as they are):\n  \
              {}\n  \
              {}\n  \
              {}\n  \
              cargo xtask book build && mdbook serve book",
-            crate::setup::MDBOOK.install_line(),
-            crate::setup::MDBOOK_MERMAID.install_line(),
-            crate::setup::MDBOOK_I18N_HELPERS.install_line(),
+            booktool::tools::MDBOOK.install_line(),
+            booktool::tools::MDBOOK_MERMAID.install_line(),
+            booktool::tools::MDBOOK_I18N_HELPERS.install_line(),
         );
     }
     Ok(())

@@ -10,83 +10,18 @@
 //!   command stops at once with the commands to run.
 //! * Rust's `x86_64-unknown-linux-musl` target: `rustup target add`.
 //! * The book's tools, pinned: `cargo install --locked`, each skipped when the
-//!   right version is already on `PATH`.
-//!
-//! The versions and install commands of the book's tools live here only;
-//! `book/tools.rs` checks against them.
+//!   right version is already on `PATH`. Their versions and install commands
+//!   are `booktool::tools`', which the book's commands check against.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail, ensure};
 
+use booktool::tools::{BOOK_TOOLS, BookTool, chromium, installed_version, which};
+
 use crate::workspace::run_tool as run;
-
-/// A tool the book is built or checked with, pinned.
-#[derive(Clone, Copy, Debug)]
-pub struct BookTool {
-    /// Its crate name.
-    pub name: &'static str,
-    /// How its installed version is found.
-    pub probe: Probe,
-    /// The exact version `cargo install` gets.
-    pub version: &'static str,
-    /// Extra `cargo install` arguments.
-    pub features: &'static [&'static str],
-}
-
-impl BookTool {
-    /// `cargo install --locked NAME --version V …`.
-    pub fn install_args(&self) -> Vec<&'static str> {
-        let mut args = vec!["install", "--locked", self.name, "--version", self.version];
-        args.extend_from_slice(self.features);
-        args
-    }
-
-    /// The install command, as a person would type it.
-    pub fn install_line(&self) -> String {
-        format!("cargo {}", self.install_args().join(" "))
-    }
-}
-
-/// How the installed version of a book tool is found.
-#[derive(Clone, Copy, Debug)]
-pub enum Probe {
-    /// `COMMAND --version` prints `NAME vX.Y.Z` (the command is the crate's name).
-    VersionFlag,
-    /// The command has no `--version`: the crate's line in `cargo install
-    /// --list`, if the command is on `PATH`.
-    CargoList(&'static str),
-}
-
-/// mdBook itself (with search, without the live-reload server's extras).
-pub const MDBOOK: BookTool = BookTool {
-    name: "mdbook",
-    probe: Probe::VersionFlag,
-    version: "0.5.4",
-    features: &["--no-default-features", "--features", "search"],
-};
-/// The mermaid preprocessor (diagrams).
-pub const MDBOOK_MERMAID: BookTool = BookTool {
-    name: "mdbook-mermaid",
-    probe: Probe::VersionFlag,
-    version: "0.17.1",
-    features: &[],
-};
-/// gettext for mdBook: the `gettext` preprocessor renders the Chinese edition
-/// from book/po/zh-CN.po, the `xgettext` renderer extracts the English
-/// messages (book/i18n.rs).
-pub const MDBOOK_I18N_HELPERS: BookTool = BookTool {
-    name: "mdbook-i18n-helpers",
-    probe: Probe::CargoList("mdbook-gettext"),
-    version: "0.4.0",
-    features: &[],
-};
-/// Every pinned book tool. Links and anchors are checked in the rendered
-/// pages by `cargo xtask book check` itself (a link-checker backend would
-/// cost a fresh machine minutes of `cargo install` to check the same links).
-pub const BOOK_TOOLS: [BookTool; 3] = [MDBOOK, MDBOOK_MERMAID, MDBOOK_I18N_HELPERS];
 
 /// Rust's target for the static binary of the image (Dockerfile, tests/image.rs).
 pub const MUSL_TARGET: &str = "x86_64-unknown-linux-musl";
@@ -350,68 +285,6 @@ fn cjk_font_installed() -> bool {
         .is_ok_and(|out| out.status.success() && !out.stdout.is_empty())
 }
 
-/// The headless browser: `chromium` (Debian, Fedora's newer packages), else
-/// `chromium-browser` (Fedora, Ubuntu), else the macOS application.
-pub fn chromium() -> Option<PathBuf> {
-    which("chromium")
-        .or_else(|| which("chromium-browser"))
-        .or_else(|| {
-            let app = Path::new("/Applications/Chromium.app/Contents/MacOS/Chromium");
-            app.is_file().then(|| app.to_path_buf())
-        })
-}
-
-/// `name`'s path on `PATH`, if it is there and executable.
-pub fn which(name: &str) -> Option<PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|dir| dir.join(name))
-        .find(|file| {
-            file.metadata()
-                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        })
-}
-
-/// The installed version of `tool`, if it is on `PATH`: what `NAME
-/// --version` prints (`mdbook v0.5.4` → `0.5.4`), or its crate's line in
-/// `cargo install --list` (`mdbook-i18n-helpers v0.4.0:`).
-pub fn installed_version(tool: &BookTool) -> Option<String> {
-    let name = match tool.probe {
-        Probe::VersionFlag => tool.name,
-        Probe::CargoList(command) => {
-            which(command)?;
-            let out = Command::new("cargo")
-                .args(["install", "--list"])
-                .stderr(Stdio::null())
-                .output()
-                .ok()?;
-            let list = String::from_utf8_lossy(&out.stdout);
-            let line = list
-                .lines()
-                .find(|l| l.split_whitespace().next() == Some(tool.name))?;
-            let version = line.split_whitespace().nth(1)?;
-            return Some(
-                version
-                    .trim_start_matches('v')
-                    .trim_end_matches(':')
-                    .to_string(),
-            );
-        }
-    };
-    let out = Command::new(name)
-        .arg("--version")
-        .stderr(Stdio::null())
-        .output()
-        .ok()?;
-    if !out.status.success() {
-        return None;
-    }
-    let text = String::from_utf8_lossy(&out.stdout);
-    let number = text.split_whitespace().nth(1)?.trim_start_matches('v');
-    Some(number.to_string())
-}
-
 fn musl_target_installed() -> Result<bool> {
     let out = Command::new("rustup")
         .args(["target", "list", "--installed"])
@@ -524,7 +397,7 @@ mod tests {
     #[test]
     fn the_install_line_pins_the_exact_version() {
         assert_eq!(
-            MDBOOK.install_line(),
+            booktool::tools::MDBOOK.install_line(),
             "cargo install --locked mdbook --version 0.5.4 --no-default-features --features search"
         );
     }

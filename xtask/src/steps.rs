@@ -3,7 +3,7 @@
 //! the teacher notes' table of Go's branches (each step.toml's `[[branch]]`
 //! tables), so that a step folder is the one place either is written; and
 //! the declarations that compile a step folder's `check.rs` into the course
-//! crate and its `starter.rs` and `capture.rs` into xtask, in source, where
+//! crate, its `starter.rs` into xtask and its `capture.rs` into booktool, in source, where
 //! rustfmt, clippy, rustdoc and an editor find them.
 //! `cargo xtask steps` writes them, then what `cargo xtask workshop` writes.
 
@@ -12,7 +12,9 @@ use std::path::Path;
 use anyhow::{Context, Result, bail, ensure};
 use course::steps::{Branch, STEPS, Step, behaviours};
 
-use crate::{generated, markdown};
+use booktool::markdown;
+
+use crate::generated;
 
 /// The README's table of steps starts at this line.
 const README_HEADER: &str = "| Step | Run | Adds | Go counterpart |";
@@ -171,8 +173,8 @@ const DECLARED: [Declared; 3] = [
     },
     Declared {
         file: "capture.rs",
-        host: "xtask/src/book/scenarios/mod.rs",
-        up: "../../../..",
+        host: "booktool/src/scenarios/mod.rs",
+        up: "../../..",
         what: "the step folders' capture.rs",
         module: |n| format!("mod step{n};\n"),
         list: |steps| {
@@ -182,7 +184,7 @@ const DECLARED: [Declared; 3] = [
                 .collect();
             format!(
                 "/// Every step's capture scenario, by step number.\n\
-                 pub(in crate::book) const STEP_CAPTURES: &[(u8, StepCapture)] = &[{}];\n",
+                 pub(crate) const STEP_CAPTURES: &[(u8, StepCapture)] = &[{}];\n",
                 entries.join(", ")
             )
         },

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 
 use crate::workspace::{cargo, repo_root};
-use crate::{beside, book, cluster, lanes, oldest, setup};
+use crate::{beside, cluster, lanes, oldest, setup};
 
 /// The README's test command: what a fresh machine lacks (system packages,
 /// the musl target, the book's tools; see `setup`), the control-plane
@@ -48,7 +48,7 @@ pub async fn test() -> Result<()> {
     println!(
         "==> cargo xtask book outputs --check (every capture re-run against a new control plane and compared with the committed one)"
     );
-    book::run(book::BookCommand::Outputs {
+    booktool::run(booktool::BookCommand::Outputs {
         only: Vec::new(),
         check: true,
     })
@@ -56,7 +56,7 @@ pub async fn test() -> Result<()> {
     println!(
         "==> cargo xtask book check (includes, anchors, links, pinned Go links, diagrams in Chromium)"
     );
-    book::check()
+    booktool::check()
 }
 
 /// `cargo test --test parity`, after building what it needs.

@@ -30,7 +30,7 @@ use kube::Client;
 use serde_json::Value;
 use testcluster::{ControlPlane, Options};
 
-use crate::kubectl::Kubectl;
+use course::kubectl::Kubectl;
 
 /// The view, shared with the book (one source for both).
 const FLOW_JS: &str = include_str!("../../book/theme/flow.js");

@@ -20,7 +20,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail, ensure};
 
-use crate::{generated, markdown};
+use booktool::markdown;
+
+use crate::generated;
 
 pub use specs::SPECS;
 

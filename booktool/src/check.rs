@@ -10,7 +10,7 @@ use scraper::Html;
 use super::book_dir;
 use super::build;
 use super::tools::{MDBOOK, MDBOOK_I18N_HELPERS, MDBOOK_MERMAID, require_tools};
-use crate::workspace::rel;
+use course::workspace::rel;
 
 // ---------------------------------------------------------------------------
 // check
@@ -73,11 +73,11 @@ pub fn check() -> Result<()> {
     println!("==> book check: every page in headless Chromium (diagrams, console, Go panes)");
     failures.extend(crate::chromium::check_pages(
         &book.join("book"),
-        &crate::workspace::repo_root().join("target/book-screenshots"),
+        &course::workspace::repo_root().join("target/book-screenshots"),
     )?);
     for lang in super::i18n::EDITIONS {
         let edition = book.join("book").join(lang);
-        let screenshots = crate::workspace::repo_root()
+        let screenshots = course::workspace::repo_root()
             .join("target/book-screenshots")
             .join(lang);
         failures.extend(crate::chromium::check_pages(&edition, &screenshots)?);
@@ -333,7 +333,7 @@ fn check_step_chapters(src: &Path) -> Result<Vec<String>> {
 /// examples), so that a renamed function or a call the code no longer makes
 /// cannot stay in the table.
 fn check_table_code(src: &Path) -> Result<Vec<String>> {
-    let root = crate::workspace::repo_root();
+    let root = course::workspace::repo_root();
     let mut words = std::collections::BTreeSet::new();
     for dir in ["src", "steps", "examples"] {
         let mut files = Vec::new();
@@ -478,7 +478,7 @@ fn check_repository_paths(files: &[String], pages: &BTreeMap<PathBuf, String>) -
 fn repository_files() -> Result<Vec<String>> {
     let output = std::process::Command::new("git")
         .args(["ls-files", "--cached", "--others", "--exclude-standard"])
-        .current_dir(crate::workspace::repo_root())
+        .current_dir(course::workspace::repo_root())
         .output()
         .context("running git ls-files")?;
     ensure!(output.status.success(), "git ls-files failed");

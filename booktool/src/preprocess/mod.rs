@@ -42,7 +42,7 @@ pub enum PreprocessCommand {
 /// `supports <renderer>`: exit 0, or 1 for `xgettext` (mdBook then skips it).
 pub fn preprocess(command: Option<PreprocessCommand>) -> Result<()> {
     if let Some(PreprocessCommand::Supports { renderer }) = command {
-        if renderer == crate::book::i18n::EXTRACTOR {
+        if renderer == crate::i18n::EXTRACTOR {
             std::process::exit(1);
         }
         return Ok(());
@@ -50,7 +50,7 @@ pub fn preprocess(command: Option<PreprocessCommand>) -> Result<()> {
     let (context, mut book) = mdbook_preprocessor::parse_input(std::io::stdin().lock())
         .context("parsing mdBook's [context, book] JSON")?;
     let language = context.config.book.language.clone();
-    let src = crate::workspace::repo_root().join("book/src");
+    let src = course::workspace::repo_root().join("book/src");
     let mut failed = None;
     book.for_each_chapter_mut(|chapter| {
         if failed.is_some() {
@@ -80,8 +80,8 @@ fn expand_page(page: &str, content: &str, src: &Path, language: Option<&str>) ->
     let expanded = crate::gosource::expand(page, &expanded)?;
     let expanded = terms::expand(&expanded, language)?;
     let expanded = versions::expand(page, &expanded)?;
-    let words = match language.filter(|l| crate::book::i18n::EDITIONS.contains(l)) {
-        Some(lang) => crate::book::i18n::edition_config(lang)?.figure_words,
+    let words = match language.filter(|l| crate::i18n::EDITIONS.contains(l)) {
+        Some(lang) => crate::i18n::edition_config(lang)?.figure_words,
         None => Default::default(),
     };
     let expanded = figures::expand(page, &expanded, src, &words)?;

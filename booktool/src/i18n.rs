@@ -39,7 +39,7 @@ use serde::Deserialize;
 
 use super::book_dir;
 use crate::html::{select, text};
-use crate::workspace::rel;
+use course::workspace::rel;
 
 /// mdbook-i18n-helpers' renderer that extracts the English messages; the
 /// book's own preprocessor does not run for it (preprocess/mod.rs).
@@ -538,13 +538,13 @@ pub fn update() -> Result<()> {
 
 fn run_gettext(command: &mut Command) -> Result<()> {
     let program = command.get_program().to_string_lossy().into_owned();
-    if crate::setup::which(&program).is_none() {
+    if crate::tools::which(&program).is_none() {
         bail!(
             "{program} (GNU gettext) is not installed: `apt-get install gettext` (Debian), \
              `dnf install gettext` (Fedora), `brew install gettext` (macOS)"
         );
     }
-    crate::workspace::run_tool(command)
+    course::workspace::run_tool(command)
 }
 
 /// Renders each edition into `book/book/LANG` (after the English, whose
@@ -554,7 +554,7 @@ pub fn build_editions(book: &Path) -> Result<()> {
     for lang in EDITIONS {
         let dest = book.join("book").join(lang);
         let config = edition_config(lang)?;
-        crate::workspace::run_tool(
+        course::workspace::run_tool(
             Command::new("mdbook")
                 .arg("build")
                 .arg(book)
@@ -791,7 +791,7 @@ mod tests {
     /// xgettext renderer (installed by `cargo xtask test`'s set-up).
     #[test]
     fn a_changed_english_paragraph_renders_in_english_and_leaves_its_page_incomplete() {
-        let tools = [crate::setup::MDBOOK, crate::setup::MDBOOK_I18N_HELPERS];
+        let tools = [crate::tools::MDBOOK, crate::tools::MDBOOK_I18N_HELPERS];
         super::super::tools::require_tools(&tools, false).unwrap();
         let book = tempfile::tempdir().unwrap();
         let root = book.path();
@@ -820,7 +820,7 @@ mod tests {
             )
             .unwrap();
             let out = root.join("out");
-            crate::workspace::run_tool(
+            course::workspace::run_tool(
                 Command::new("mdbook")
                     .arg("build")
                     .arg(root)

@@ -1,5 +1,5 @@
 //! The book check's rule against typed figures: a figure a run measured is
-//! written as `{{#figure}}` (xtask/src/preprocess/figures.rs), so that it says
+//! written as `{{#figure}}` (booktool/src/preprocess/figures.rs), so that it says
 //! what the run says and changes with it; typed, it ages silently.
 //!
 //! The rule, for prose ([`crate::markdown::prose`]: outside code blocks,
@@ -63,7 +63,7 @@ pub(super) fn check(pages: &[(PathBuf, String)]) -> Vec<String> {
             failures.push(format!(
                 "{}:{line}: {figure:?} is a measured figure typed into prose (write it as \
                  {{{{#figure RUN KEY}}}} from the capture that measured it, or remove it; \
-                 the rule: xtask/src/book/typed.rs): {context:?}",
+                 the rule: booktool/src/typed.rs): {context:?}",
                 page_name(page)
             ));
         }

@@ -106,7 +106,7 @@ mod tests {
 
     #[test]
     fn every_run_it_block_reproduces_its_captures() {
-        let src = crate::workspace::repo_root().join("book/src");
+        let src = course::workspace::repo_root().join("book/src");
         let failures = check_run_it(&src).expect("read the step chapters");
         assert!(failures.is_empty(), "{}", failures.join("\n"));
     }

@@ -17,10 +17,10 @@ use kube::Client;
 
 use course::harness;
 
-use crate::kubectl::Kubectl;
+use course::kubectl::Kubectl;
 
 use super::recordings;
-use crate::workspace::rel;
+use course::workspace::rel;
 
 /// How long a scenario waits for a line it expects.
 pub(super) const WAIT: Duration = Duration::from_secs(90);
@@ -276,7 +276,7 @@ pub(super) async fn sa_kubeconfig(env: &Env, ns: &str, name: &str) -> Result<Pat
     for line in sa_kubeconfig_commands(ns, name) {
         env.shell(&line).await?;
     }
-    Ok(crate::workspace::repo_root().join(SA_KUBECONFIG))
+    Ok(course::workspace::repo_root().join(SA_KUBECONFIG))
 }
 
 /// The command lines of the RBAC transcripts' setup: a namespace and a
@@ -298,7 +298,7 @@ pub(super) async fn no_rbac_setup(env: &Env, ns: &str) -> Result<(PathBuf, Vec<S
         env.shell(&line).await?;
         shown.push(format!("$ {line}"));
     }
-    Ok((crate::workspace::repo_root().join(SA_KUBECONFIG), shown))
+    Ok((course::workspace::repo_root().join(SA_KUBECONFIG), shown))
 }
 
 /// The namespace of step `binary`'s scenario (`book-step5`); the flow of its

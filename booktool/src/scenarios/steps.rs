@@ -11,13 +11,13 @@ use kube::api::Api;
 use sample_controller::Foo;
 use testcluster::ControlPlane;
 
-use crate::book::capture::*;
+use crate::capture::*;
 
 /// The LIST and WATCH requests of Foos and Deployments that Go's
 /// sample-controller, step 7 and step 8 send while they start, each alone,
 /// from kube-apiserver's `apiserver_request_total` (a watch is counted when
 /// it ends, so each program is stopped before the count).
-pub(in crate::book) async fn watch_list(env: &Env, cp: &ControlPlane) -> Result<Vec<String>> {
+pub(crate) async fn watch_list(env: &Env, cp: &ControlPlane) -> Result<Vec<String>> {
     let go = testcluster::binaries::ensure(testcluster::Binary::SampleController)?;
     let kubeconfig = env.kubeconfig.display().to_string();
     let programs = [
@@ -161,14 +161,14 @@ async fn response_bytes(client: &kube::Client, path: &str, gzip: bool) -> Result
     Ok((bytes, encoding))
 }
 
-pub(in crate::book) async fn crd_missing(env: &Env) -> Result<Vec<String>> {
+pub(crate) async fn crd_missing(env: &Env) -> Result<Vec<String>> {
     let run = Run::start(env, "step-1", "default", &[])?;
     run.wait().await
 }
 
 /// The API server's answer to the Foo CRD without `api-approved.kubernetes.io`
 /// (a dry run: nothing is stored; run before the CRD is installed).
-pub(in crate::book) async fn protected_group(env: &Env) -> Result<Vec<String>> {
+pub(crate) async fn protected_group(env: &Env) -> Result<Vec<String>> {
     let line = "kubectl annotate --local -f manifests/crd.yaml api-approved.kubernetes.io- -o yaml | kubectl create --dry-run=server -f -   # manifests/crd.yaml minus the annotation";
     let mut lines = vec![format!("$ {line}")];
     lines.extend(env.shell_expecting(line, 1).await?);
@@ -177,7 +177,7 @@ pub(in crate::book) async fn protected_group(env: &Env) -> Result<Vec<String>> {
 
 /// The command line that creates `manifests/watched-nginx.yaml`'s Deployment,
 /// controlled by the Foo `watched` of `ns` (whose UID it fills in).
-pub(in crate::book) fn owned_deployment_command(ns: &str) -> String {
+pub(crate) fn owned_deployment_command(ns: &str) -> String {
     format!(
         r#"sed "s/FOO_UID/$(kubectl -n {ns} get foo watched -o jsonpath='{{.metadata.uid}}')/" manifests/watched-nginx.yaml | kubectl -n {ns} create -f -   # controlled by Foo watched, as step 5 would create it"#
     )
@@ -189,10 +189,7 @@ pub(in crate::book) fn owned_deployment_command(ns: &str) -> String {
 /// nothing happens for longer than Go's 30 s resync period; the Foo is
 /// deleted. Returns the transcript and the Events listed after the step
 /// exited, so that their counts are those of the whole transcript.
-pub(in crate::book) async fn whole_controller(
-    env: &Env,
-    bin: &str,
-) -> Result<(Vec<String>, Vec<String>)> {
+pub(crate) async fn whole_controller(env: &Env, bin: &str) -> Result<(Vec<String>, Vec<String>)> {
     let ns = &step_namespace(bin);
     let before = env
         .before(&[
@@ -287,7 +284,7 @@ fn events_command(ns: &str) -> String {
 
 /// Step 6 as a ServiceAccount that RBAC grants nothing: the preflight message
 /// of steps 1–7, which exit (step 8 warns instead: [`super::cluster::rbac_warnings`]).
-pub(in crate::book) async fn rbac_forbidden(env: &Env) -> Result<Vec<String>> {
+pub(crate) async fn rbac_forbidden(env: &Env) -> Result<Vec<String>> {
     let ns = "book-rbac";
     let (path, setup) = no_rbac_setup(env, ns).await?;
     let mut run = Run::start_with(env, &path, "step-6", ns, &[])?;
@@ -305,7 +302,7 @@ mod tests {
 
     #[test]
     fn watched_nginx_is_what_step_5_would_create() {
-        let path = crate::workspace::repo_root().join("manifests/watched-nginx.yaml");
+        let path = course::workspace::repo_root().join("manifests/watched-nginx.yaml");
         let text = std::fs::read_to_string(path).expect("read manifests/watched-nginx.yaml");
         let manifest: Deployment =
             serde_saphyr::from_str(&text.replace("FOO_UID", "0123")).expect("a Deployment");

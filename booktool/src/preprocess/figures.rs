@@ -470,7 +470,7 @@ mod tests {
 
     #[test]
     fn every_figure_the_book_names_is_in_its_capture() {
-        let src = crate::workspace::repo_root().join("book/src");
+        let src = course::workspace::repo_root().join("book/src");
         let mut directives = 0;
         for entry in std::fs::read_dir(&src).unwrap() {
             let path = entry.unwrap().path();

@@ -72,7 +72,7 @@ impl Kubectl {
         let mut command = tokio::process::Command::new("bash");
         command.args(["-c", line]);
         for (key, _) in std::env::vars_os() {
-            if course::cargo::describes_running_package(&key) {
+            if crate::cargo::describes_running_package(&key) {
                 command.env_remove(key);
             }
         }

@@ -4,20 +4,16 @@
 
 use anyhow::Result;
 
-use crate::book::capture::*;
+use crate::capture::*;
 
 /// Runs `cargo xtask check ARGS` against the capture's control plane, as a
 /// reader would with `KUBECONFIG` set, expecting exit status `status`; the
 /// transcript without cargo's own progress lines, paths relative to the
 /// repository, and the exit status when it is not 0.
-pub(in crate::book) async fn xtask_check(
-    env: &Env,
-    args: &str,
-    status: i32,
-) -> Result<Vec<String>> {
+pub(crate) async fn xtask_check(env: &Env, args: &str, status: i32) -> Result<Vec<String>> {
     let line = format!("cargo xtask check {args} --kubeconfig \"$KUBECONFIG\"");
     let printed = env.shell_expecting(&line, status).await?;
-    let root = format!("{}/", crate::workspace::repo_root().display());
+    let root = format!("{}/", course::workspace::repo_root().display());
     let mut lines = vec![format!("$ {line}")];
     lines.extend(
         printed

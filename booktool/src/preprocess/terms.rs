@@ -5,7 +5,7 @@
 
 use anyhow::Result;
 
-use crate::book::i18n::{EDITIONS, edition_config};
+use crate::i18n::{EDITIONS, edition_config};
 
 const DIRECTIVE: &str = "{{#terms}}";
 

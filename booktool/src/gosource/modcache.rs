@@ -31,7 +31,7 @@ pub(super) fn module_dir_of(module: &str, version: &str) -> Result<PathBuf> {
 }
 
 pub(super) fn find_module_dir(module: &str) -> Result<PathBuf> {
-    let cache = crate::workspace::repo_root()
+    let cache = course::workspace::repo_root()
         .join("target/book-gosource")
         .join(format!("{}.dir", module.replace('/', "+")));
     if let Ok(text) = std::fs::read_to_string(&cache) {

@@ -18,7 +18,7 @@ use anyhow::{Context, Result, ensure};
 use regex::Regex;
 use serde_json::{Map, Value};
 
-use crate::workspace::rel;
+use course::workspace::rel;
 
 /// The recordings' directory, under `book/src/outputs`.
 pub(super) const DIR: &str = "flow";
@@ -26,7 +26,7 @@ pub(super) const DIR: &str = "flow";
 /// Where a step run in namespace `ns` writes its JSON log during `outputs`
 /// (a step's scenario runs in `capture::step_namespace`).
 pub(super) fn log_path(ns: &str) -> PathBuf {
-    crate::workspace::repo_root()
+    course::workspace::repo_root()
         .join("target/flow-captures")
         .join(format!("{ns}.log.jsonl"))
 }
@@ -432,7 +432,7 @@ mod tests {
 
     #[test]
     fn every_committed_recording_shows_what_its_step_toml_says() {
-        let dir = crate::workspace::repo_root()
+        let dir = course::workspace::repo_root()
             .join("book/src/outputs")
             .join(DIR);
         for step in course::steps::drawn() {

@@ -257,7 +257,7 @@ fn render(job: &Job, worker: usize) -> Result<Rendered> {
         .context("creating Chromium's profile directory")?;
     let screenshot = &job.screenshot;
     let url = job.url()?;
-    let chromium = crate::setup::chromium().context("chromium is not installed")?;
+    let chromium = crate::tools::chromium().context("chromium is not installed")?;
     let output = Command::new(chromium)
         .args([
             "--headless",
@@ -580,7 +580,7 @@ mod tests {
     #[test]
     fn flow_js_translates_the_note_the_recordings_carry() {
         let script =
-            std::fs::read_to_string(crate::workspace::repo_root().join("book/theme/flow.js"))
+            std::fs::read_to_string(course::workspace::repo_root().join("book/theme/flow.js"))
                 .unwrap();
         let key = format!("{:?}:", course::flow::SCHEDULER_NOTE);
         assert!(

@@ -12,7 +12,7 @@ use kube::api::Api;
 use sample_controller::Foo;
 use tokio::sync::mpsc;
 
-use crate::book::capture::*;
+use crate::capture::*;
 
 /// The loopback ports of `--http-address` in the transcripts (the chapter
 /// quotes them); each is checked free before use.
@@ -22,19 +22,19 @@ const PORT_B: u16 = 18092;
 
 /// The lease the leader-election transcripts use: shorter than the defaults
 /// (15 s and 10 s) so that a takeover after a crash is quick to show.
-pub(in crate::book) const LEASE_FLAGS: [&str; 2] = [
+pub(crate) const LEASE_FLAGS: [&str; 2] = [
     "--leader-elect-lease-duration=10s",
     "--leader-elect-renew-deadline=7s",
 ];
 
 /// Where `manifests/rbac.yaml` puts the ServiceAccount and the Lease.
-pub(in crate::book) const CONTROLLER_NS: &str = "sample-controller";
+pub(crate) const CONTROLLER_NS: &str = "sample-controller";
 
 /// The namespace of the leader-election transcripts' Foo.
-pub(in crate::book) const LEADER_NS: &str = "book-leader";
+pub(crate) const LEADER_NS: &str = "book-leader";
 
 /// Fails, naming the port, if something listens on `127.0.0.1:port`.
-pub(in crate::book) fn port_free(port: u16) -> Result<()> {
+pub(crate) fn port_free(port: u16) -> Result<()> {
     std::net::TcpListener::bind(("127.0.0.1", port))
         .map(drop)
         .with_context(|| {
@@ -74,7 +74,7 @@ async fn curl_lines(port: u16) -> Result<Vec<String>> {
 
 /// Step 8 as a ServiceAccount that RBAC grants nothing: it warns about every
 /// missing permission, then runs, and each watcher logs its 403 and retries.
-pub(in crate::book) async fn rbac_warnings(env: &Env) -> Result<Vec<String>> {
+pub(crate) async fn rbac_warnings(env: &Env) -> Result<Vec<String>> {
     let ns = "book-rbac-warnings";
     let (path, setup) = no_rbac_setup(env, ns).await?;
     let mut run = Run::start_with(env, &path, "step-8", ns, &[])?;
@@ -109,7 +109,7 @@ pub(in crate::book) async fn rbac_warnings(env: &Env) -> Result<Vec<String>> {
 }
 
 /// Step 8's `/metrics` after it synced one Foo and kept failing on another.
-pub(in crate::book) async fn metrics(env: &Env) -> Result<Vec<String>> {
+pub(crate) async fn metrics(env: &Env) -> Result<Vec<String>> {
     let ns = "book-metrics";
     let mut lines = Vec::new();
     let before = [
@@ -220,7 +220,7 @@ async fn until_ready(port: u16) -> Result<()> {
 
 /// Two replicas: `a` leads, `b` stands by; `a` gets SIGTERM, releases the
 /// Lease, and `b` takes it at its next look (every retry period, 2 s).
-pub(in crate::book) async fn leader_election(env: &Env) -> Result<Vec<String>> {
+pub(crate) async fn leader_election(env: &Env) -> Result<Vec<String>> {
     let kubeconfig = leader_setup(env).await?;
     let mut header: Vec<String> = leader_setup_commands()
         .iter()
@@ -310,7 +310,7 @@ pub(in crate::book) async fn leader_election(env: &Env) -> Result<Vec<String>> {
 
 /// A frozen leader (SIGSTOP) loses the Lease to the standby; resumed
 /// (SIGCONT), it finds another holder and exits with status 1.
-pub(in crate::book) async fn leader_lost(env: &Env) -> Result<Vec<String>> {
+pub(crate) async fn leader_lost(env: &Env) -> Result<Vec<String>> {
     let kubeconfig = leader_setup(env).await?;
     let mut replicas = Replicas::new(vec![
         replica_command("a", PORT_A),
@@ -375,9 +375,9 @@ pub(in crate::book) async fn leader_lost(env: &Env) -> Result<Vec<String>> {
 /// big it is. Reuses the binary that test built if there is one: cargo run
 /// from here sees other `CARGO_PKG_*` variables than the test does, which
 /// would make ring's build script, and all that depends on it, build again.
-pub(in crate::book) async fn musl_binary() -> Result<Vec<String>> {
+pub(crate) async fn musl_binary() -> Result<Vec<String>> {
     const TARGET: &str = "x86_64-unknown-linux-musl";
-    let root = crate::workspace::repo_root();
+    let root = course::workspace::repo_root();
     let build = [
         "build",
         "--release",
@@ -391,7 +391,7 @@ pub(in crate::book) async fn musl_binary() -> Result<Vec<String>> {
     if root.join(&binary).is_file() {
         println!("==> {binary} exists (built by tests/image.rs): not building it again");
     } else {
-        let cargo = crate::workspace::cargo(&build).env("CARGO_TARGET_DIR", "target/musl");
+        let cargo = course::workspace::cargo(&build).env("CARGO_TARGET_DIR", "target/musl");
         println!("==> {cargo}");
         let status = cargo
             .tokio()
@@ -427,7 +427,7 @@ pub(in crate::book) async fn musl_binary() -> Result<Vec<String>> {
 /// Replicas of step 8 with `--leader-elect`, run at once as the
 /// ServiceAccount of `manifests/rbac.yaml`; their output merged into one
 /// transcript, each line prefixed with the replica's name (`a | …`).
-pub(in crate::book) struct Replicas {
+pub(crate) struct Replicas {
     pub(super) tx: mpsc::UnboundedSender<(String, Option<String>)>,
     pub(super) rx: mpsc::UnboundedReceiver<(String, Option<String>)>,
     /// Each running replica and how many of its two output streams are open.

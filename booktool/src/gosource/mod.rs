@@ -15,7 +15,7 @@
 //! name or group), from its leading comments to its closing line; several
 //! names (`…/types.go:Foo,FooSpec`) show consecutive declarations;
 //! `{{#go main.go:main/Start..Start@2}}` shows statements inside one (the
-//! selectors are [`selector::Selector`]'s).
+//! selectors are `selector.rs`'s `Selector`).
 //!
 //! `cargo xtask book preprocess` (the `[preprocessor.gosource]` of
 //! book.toml, run before mdBook's `links`) replaces it by the Go code (dedented,
@@ -30,7 +30,7 @@
 //!
 //! # `go:` links
 //!
-//! `[syncHandler](go:controller.go#syncHandler)`: see [`links`]. The same
+//! `[syncHandler](go:controller.go#syncHandler)`: see `links.rs`. The same
 //! preprocessor writes the pinned URL with its line range.
 //!
 //! # The check
@@ -50,7 +50,7 @@ use anyhow::{Context, Result};
 // flags are kube-controller-manager's.
 #[cfg(test)]
 mod leader_flags;
-pub mod links;
+mod links;
 mod markdown;
 mod modcache;
 mod render;
@@ -58,8 +58,8 @@ mod scan;
 mod selector;
 
 use crate::markdown::{code_blocks, line_of};
-use crate::workspace::rel;
-use links::Release;
+use course::workspace::rel;
+pub use links::Release;
 use markdown::{Directive, directives};
 use modcache::go_file;
 pub use modcache::module_dir;
@@ -187,7 +187,7 @@ pub fn check(pages: &BTreeMap<PathBuf, String>) -> Result<Vec<String>> {
 /// `releases`: fetched into Go's module cache now, so that a module the proxy does not serve stops a command
 /// once, before it compares or changes anything, naming that module.
 pub fn require_modules(releases: &[&Release]) -> Result<()> {
-    let src = crate::workspace::repo_root().join("book/src");
+    let src = course::workspace::repo_root().join("book/src");
     let mut modules = std::collections::BTreeSet::new();
     for release in releases {
         modules.insert((GO_MODULE.to_string(), release.staging.clone()));
@@ -219,7 +219,7 @@ pub fn require_modules(releases: &[&Release]) -> Result<()> {
 /// whose Go source differs between two releases: what a person re-reads
 /// after a bump. Each entry is `page:line: what, and how it changed`.
 pub fn changed_passages(from: &Release, to: &Release) -> Result<Vec<String>> {
-    let src = crate::workspace::repo_root().join("book/src");
+    let src = course::workspace::repo_root().join("book/src");
     let mut pages: Vec<PathBuf> = std::fs::read_dir(&src)?
         .flatten()
         .map(|e| e.path())

@@ -12,14 +12,14 @@ use std::process::Command;
 use anyhow::{Context, Result, ensure};
 use testcluster::{ControlPlane, Options};
 
-use crate::kubectl::Kubectl;
-use crate::workspace::run_tool;
+use course::kubectl::Kubectl;
+use course::workspace::run_tool;
 
 use super::book_dir;
 use super::capture::*;
 use super::recordings;
 use super::scenarios::*;
-use crate::workspace::rel;
+use course::workspace::rel;
 
 /// A capture's scenario: what it runs and prints, against the control plane
 /// of the run (`Alone`: no cluster at all).
@@ -155,7 +155,7 @@ pub(super) async fn outputs(only: &[String], check: bool) -> Result<()> {
     }
     let wanted = |name: &str| only.is_empty() || only.iter().any(|o| o == name);
     let started = std::time::Instant::now();
-    let build = crate::workspace::cargo(&["build", "--bins", "--examples"]);
+    let build = course::workspace::cargo(&["build", "--bins", "--examples"]);
     println!("==> {build}");
     run_tool(&mut build.std())?;
     let committed = book_dir().join("src/outputs");
@@ -177,7 +177,7 @@ pub(super) async fn outputs(only: &[String], check: bool) -> Result<()> {
         let cp = ControlPlane::start(Options::default()).await?;
         let env = env_of(&cp).await?;
         run_stage(Stage::BeforeCrd, &wanted, &env, &cp, &out).await?;
-        let crd = crate::workspace::repo_root().join("manifests/crd.yaml");
+        let crd = course::workspace::repo_root().join("manifests/crd.yaml");
         testcluster::install_crd(&env.client, crd).await?;
         run_stage(Stage::WithCrd, &wanted, &env, &cp, &out).await?;
         step_captures(&wanted, &env, &out).await?;
@@ -195,7 +195,7 @@ pub(super) async fn outputs(only: &[String], check: bool) -> Result<()> {
 /// fresh one to compare with it.
 fn output_dir(committed: &Path, check: bool) -> Result<PathBuf> {
     let out = if check {
-        let fresh = crate::workspace::repo_root().join("target/outputs-fresh");
+        let fresh = course::workspace::repo_root().join("target/outputs-fresh");
         if fresh.exists() {
             std::fs::remove_dir_all(&fresh)?;
         }
@@ -216,7 +216,7 @@ async fn env_of(cp: &ControlPlane) -> Result<Env> {
         kubeconfig: cp.kubeconfig_path().to_path_buf(),
         server: cp.server_url().to_string(),
         client: cp.client().await?,
-        bin: crate::workspace::debug_dir(),
+        bin: course::workspace::debug_dir(),
         kubectl,
     })
 }
@@ -287,7 +287,7 @@ async fn step_captures(wanted: &dyn Fn(&str) -> bool, env: &Env, out: &Path) -> 
 
 /// The backoff table of step 4's exercise (`examples/step4_backoff_table`).
 async fn example_step4_backoff() -> Result<Vec<String>> {
-    let backoff = Command::new(crate::workspace::debug_dir().join("examples/step4_backoff_table"))
+    let backoff = Command::new(course::workspace::debug_dir().join("examples/step4_backoff_table"))
         .output()
         .context("running examples/step4_backoff_table")?;
     ensure!(backoff.status.success(), "step4_backoff_table failed");

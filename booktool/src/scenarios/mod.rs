@@ -30,24 +30,24 @@ pub(super) type StepCapture =
 // `cargo xtask steps` writes the lines between BEGIN and END from the step
 // folders (`--check` says when they are stale); nothing else lists the steps.
 // BEGIN: the step folders' capture.rs, written by `cargo xtask steps`
-#[path = "../../../../steps/step-1/capture.rs"]
+#[path = "../../../steps/step-1/capture.rs"]
 mod step1;
-#[path = "../../../../steps/step-2/capture.rs"]
+#[path = "../../../steps/step-2/capture.rs"]
 mod step2;
-#[path = "../../../../steps/step-3/capture.rs"]
+#[path = "../../../steps/step-3/capture.rs"]
 mod step3;
-#[path = "../../../../steps/step-4/capture.rs"]
+#[path = "../../../steps/step-4/capture.rs"]
 mod step4;
-#[path = "../../../../steps/step-5/capture.rs"]
+#[path = "../../../steps/step-5/capture.rs"]
 mod step5;
-#[path = "../../../../steps/step-6/capture.rs"]
+#[path = "../../../steps/step-6/capture.rs"]
 mod step6;
-#[path = "../../../../steps/step-7/capture.rs"]
+#[path = "../../../steps/step-7/capture.rs"]
 mod step7;
-#[path = "../../../../steps/step-8/capture.rs"]
+#[path = "../../../steps/step-8/capture.rs"]
 mod step8;
 /// Every step's capture scenario, by step number.
-pub(in crate::book) const STEP_CAPTURES: &[(u8, StepCapture)] = &[
+pub(crate) const STEP_CAPTURES: &[(u8, StepCapture)] = &[
     (1, |env| Box::pin(step1::capture(env))),
     (2, |env| Box::pin(step2::capture(env))),
     (3, |env| Box::pin(step3::capture(env))),
