@@ -87,7 +87,7 @@ struct Found {
     package: String,
     source: String,
     step: StepToml,
-    /// Whether the folder has a `starter.rs` (xtask's workshop spec).
+    /// Whether the folder has a `starter.rs` (its workshop starter's spec).
     starter: bool,
 }
 

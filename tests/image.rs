@@ -5,7 +5,7 @@
 //!
 //! Its own test binary: the release build takes minutes of both cores.
 //! `cargo xtask test` starts it earlier, beside the tests that mostly wait
-//! on API servers, at the lowest CPU priority (xtask/src/beside.rs), so
+//! on API servers, at the lowest CPU priority (testsuite/src/beside.rs), so
 //! that here it is usually done.
 
 mod support;

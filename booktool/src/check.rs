@@ -45,6 +45,7 @@ pub fn check() -> Result<()> {
         .map(|(page, text)| (page.clone(), text.clone()))
         .collect();
     failures.extend(super::typed::check(&prose));
+    failures.extend(super::solutions::check(&prose)?);
     failures.extend(check_summary(&src, &pages)?);
     println!("==> book check: Go excerpts and Go links resolved against the pinned Go modules");
     failures.extend(crate::gosource::check(&pages)?);

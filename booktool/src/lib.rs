@@ -32,7 +32,8 @@
 //! transcript of a step run), `scenarios/` (one capture a file of
 //! `book/src/outputs/`; a step chapter's is in the step's folder,
 //! `steps/step-N/capture.rs`), `recordings.rs` (the flow recordings the
-//! replays show), `search.rs`, `typed.rs`, and the readers every check
+//! replays show), `search.rs`, `typed.rs`, `solutions.rs` (the workshop's
+//! answers stay folded), and the readers every check
 //! shares: [`markdown`] (the book's Markdown, as mdBook reads it) and
 //! [`html`] (the rendered pages, as a browser parses them).
 //!
@@ -53,6 +54,7 @@ mod recordings;
 mod runit;
 mod scenarios;
 mod search;
+mod solutions;
 pub mod tools;
 mod typed;
 

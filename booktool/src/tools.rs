@@ -2,10 +2,10 @@
 //! commands that install them (`cargo xtask setup` runs them), how an
 //! installed one is found, and Chromium.
 
-use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use anyhow::{Result, bail};
+pub use course::programs::{chromium, which};
 
 /// A tool the book is built or checked with, pinned.
 #[derive(Clone, Copy, Debug)]
@@ -100,29 +100,6 @@ pub(crate) fn require_tools(tools: &[BookTool], chromium: bool) -> Result<()> {
         problems.join("; "),
         install.join("\n")
     )
-}
-
-/// The headless browser: `chromium` (Debian, Fedora's newer packages), else
-/// `chromium-browser` (Fedora, Ubuntu), else the macOS application.
-pub fn chromium() -> Option<PathBuf> {
-    which("chromium")
-        .or_else(|| which("chromium-browser"))
-        .or_else(|| {
-            let app = Path::new("/Applications/Chromium.app/Contents/MacOS/Chromium");
-            app.is_file().then(|| app.to_path_buf())
-        })
-}
-
-/// `name`'s path on `PATH`, if it is there and executable.
-pub fn which(name: &str) -> Option<PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|dir| dir.join(name))
-        .find(|file| {
-            file.metadata()
-                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        })
 }
 
 /// The installed version of `tool`, if it is on `PATH`: what `NAME

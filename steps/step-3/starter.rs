@@ -1,10 +1,10 @@
 //! Step 3's workshop starter, `workshop/step-3.rs`: what it takes from
 //! this step, and what only it says (its header, each gap's instructions,
 //! the edits that call the learner's code). `cargo xtask workshop` writes
-//! the starter from it. Part of xtask (`workshop::specs::step3`, declared
-//! in xtask/src/workshop/specs.rs by `cargo xtask steps`).
+//! the starter from it. Part of the course crate (`starters::specs::step3`, declared
+//! in course/src/starters/specs.rs by `cargo xtask steps`).
 
-use crate::workshop::{Piece, Spec};
+use crate::starters::{Piece, Spec};
 
 pub(super) const SPEC: Spec = Spec {
     step: 3,

@@ -1,10 +1,10 @@
 //! Step 7's workshop starter, `workshop/step-7.rs`: what it takes from
 //! this step, and what only it says (its header, each gap's instructions,
 //! the edits that call the learner's code). `cargo xtask workshop` writes
-//! the starter from it. Part of xtask (`workshop::specs::step7`, declared
-//! in xtask/src/workshop/specs.rs by `cargo xtask steps`).
+//! the starter from it. Part of the course crate (`starters::specs::step7`, declared
+//! in course/src/starters/specs.rs by `cargo xtask steps`).
 
-use crate::workshop::{Piece, Spec};
+use crate::starters::{Piece, Spec};
 
 /// Step 7's program is its own `Controller` (steps/step-7/controller.rs); its
 /// starter is step 6's program with the two things step 7 adds left as gaps.

@@ -25,6 +25,46 @@ use anyhow::{Context, Result, anyhow, bail};
 // wrapper modules must require the same versions: see the tests below).
 include!(concat!(env!("OUT_DIR"), "/versions.rs"));
 
+/// A Kubernetes release and its staging modules' version (client-go, the
+/// Go sample-controller: `v0.<minor>.<patch>`): what the control plane is
+/// built at, and what the book's Go links resolve at.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Release {
+    /// `v1.37.1`.
+    pub kubernetes: String,
+    /// `v0.37.1`.
+    pub staging: String,
+}
+
+impl Release {
+    /// The release of `versions.toml`, the one the course is built on.
+    pub fn pinned() -> Release {
+        Release {
+            kubernetes: KUBERNETES_VERSION.to_string(),
+            staging: STAGING_VERSION.to_string(),
+        }
+    }
+
+    /// Kubernetes `1.MINOR.PATCH` (or `v1.MINOR.PATCH`) and its staging modules.
+    pub fn of(kubernetes: &str) -> Result<Release> {
+        let bare = kubernetes.trim_start_matches('v');
+        let rest = bare
+            .strip_prefix("1.")
+            .filter(|r| {
+                let parts: Vec<&str> = r.split('.').collect();
+                parts.len() == 2
+                    && parts
+                        .iter()
+                        .all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()))
+            })
+            .with_context(|| format!("{kubernetes:?} is not a Kubernetes release 1.MINOR.PATCH"))?;
+        Ok(Release {
+            kubernetes: format!("v{bare}"),
+            staging: format!("v0.{rest}"),
+        })
+    }
+}
+
 /// One of the programs the control plane is made of.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Binary {
@@ -485,6 +525,19 @@ pub fn go_mod_download(module: &str, dir: &Path) -> Result<GoModule> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_release_names_its_staging_modules_and_rejects_what_is_not_one() {
+        // A release far from any real one, so that the versions test (which
+        // reads every file) finds no second Kubernetes version here.
+        let release = Release::of("1.90.2").unwrap();
+        assert_eq!(release.kubernetes, "v1.90.2");
+        assert_eq!(release.staging, "v0.90.2");
+        assert_eq!(Release::of("v1.90.2").unwrap(), release);
+        for wrong in ["1.90", "0.90.2", "1.90.x", "v2.0.0", ""] {
+            assert!(Release::of(wrong).is_err(), "{wrong}");
+        }
+    }
 
     #[test]
     fn versions_match_the_go_modules() {

@@ -1,48 +1,15 @@
-//! Repository automation, run as `cargo xtask <command>` (alias in `.cargo/config.toml`).
+//! The repository's commands, run as `cargo xtask <command>` (alias in
+//! `.cargo/config.toml`). This file is the command line and nothing else:
+//! each command parses its flags and calls one function of the crate whose
+//! purpose it is (ARCHITECTURE.md maps them).
 //!
-//! * `cargo xtask cluster build`: build the missing control-plane binaries (and kubectl) into the cache.
-//! * `cargo xtask cluster up`: start a control plane in the background (kubeconfig in
-//!   `~/.cache/sample-controller-rs/cluster/kubeconfig`), install `manifests/crd.yaml`, and
-//!   print the `export` lines for the cached kubectl and that kubeconfig.
-//! * `cargo xtask cluster status` / `cluster down`.
-//! * `cargo xtask demo`: step 8 and the example Foo, on your cluster or a local one.
-//! * `cargo xtask watch step-N`: a step's flow (watch events, handlers, queue, workers,
-//!   requests, Events) drawn live on a page at 127.0.0.1, for a projector.
-//! * `cargo xtask steps`: write what the step folders make (the README's table of steps, the
-//!   teacher notes' table of Go's branches, the workshop starters and their `[[bin]]` list).
-//! * `cargo xtask check step-N`: a workshop starter (or `--reference`, the step) against its
-//!   behaviour checks on a real API server, one line per behaviour.
-//! * `cargo xtask prepare`: ready a machine for the workshop the day before (builds everything,
-//!   starts the control plane once, runs one check), then work offline.
-//! * `cargo xtask test`: the README's test command (it starts with `cargo xtask setup`).
-//! * `cargo xtask setup`: install what the tests need and a fresh machine lacks.
-//! * `cargo xtask parity`: the Go-versus-Rust parity tests alone.
-//! * `cargo xtask faults`: the fault suite alone, one line per fault.
-//! * `cargo xtask bench`: figures for the book's Performance page.
-//! * `cargo xtask heap-profile`: step 8's heap at its largest, by dhat.
-//! * `cargo xtask first-build`: cold builds of the floor (the shared crate's dependencies), a step or every step, per revision.
-
-mod beside;
-mod bump;
-mod check;
-mod cluster;
-mod demo;
-#[cfg(test)]
-mod devtools;
-mod generated;
-#[cfg(test)]
-mod imports;
-mod lanes;
-mod oldest;
-#[cfg(test)]
-mod pins;
-mod prepare;
-mod setup;
-mod steps;
-mod suites;
-mod watch;
-mod workshop;
-mod workspace;
+//! | Command | Crate |
+//! |---|---|
+//! | `cluster build`, `up`, `status`, `down`; `demo`; `watch step-N`; `check step-N`; `workshop` | `course` (the control plane a learner keeps, the live flow, the checker, the starters) |
+//! | `book outputs`, `build`, `po`, `check`, `preprocess`, `go-link` | `booktool` |
+//! | `bench`, `first-build`, `heap-profile` | `performance` |
+//! | `test`, `setup`, `parity`, `faults`, `oldest`, `prepare` | `testsuite` |
+//! | `steps`, `bump-kubernetes` | `upkeep` |
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -68,11 +35,11 @@ enum Command {
     /// Run the controller against a cluster (yours, or a local one) and watch a Foo converge.
     Demo,
     // Its help line names the steps it draws, from the step registry.
-    #[command(about = watch::about())]
-    Watch(watch::WatchArgs),
+    #[command(about = course::watch::about())]
+    Watch(course::watch::WatchArgs),
     /// Check a workshop starter (workshop/step-N.rs) against a real API server: one line per
     /// behaviour, exit 0 when all pass.
-    Check(check::CheckArgs),
+    Check(course::exercise::CheckArgs),
     /// Ready a machine for the workshop, the day before: fetch crates, build the control plane,
     /// kubectl and the whole workspace, start the control plane once and run one check.
     Prepare,
@@ -102,7 +69,7 @@ enum Command {
     /// Move the course to another Kubernetes release (versions.toml, the Go wrapper
     /// modules, the k8s-openapi feature) and list the book passages whose Go source
     /// changed; `--dry-run` only lists them.
-    BumpKubernetes(bump::BumpArgs),
+    BumpKubernetes(upkeep::bump::BumpArgs),
     /// Write what the step folders make: README.md's table of steps and the
     /// teacher notes' table of Go's branches (from each
     /// steps/step-N/step.toml), then what `workshop` writes; `--check` only
@@ -113,7 +80,7 @@ enum Command {
         check: bool,
     },
     /// Write the workshop starters (workshop/step-N.rs) from the steps and
-    /// xtask/src/workshop/specs.rs; `--check` only says which are stale.
+    /// course/src/starters/specs.rs; `--check` only says which are stale.
     Workshop {
         /// Fail if a committed starter is not what would be written.
         #[arg(long)]
@@ -157,33 +124,33 @@ enum ClusterCommand {
 async fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Cluster(ClusterCommand::Build { binaries }) => cluster::build(&binaries),
-        Command::BuildCluster => cluster::build(&[]),
+        Command::Cluster(ClusterCommand::Build { binaries }) => course::cluster::build(&binaries),
+        Command::BuildCluster => course::cluster::build(&[]),
         Command::Cluster(ClusterCommand::Up {
             no_kwok,
             api_server_only,
-        }) => cluster::up(no_kwok || api_server_only, api_server_only).await,
-        Command::Cluster(ClusterCommand::Down) => cluster::down(),
-        Command::Cluster(ClusterCommand::Status) => cluster::status().await,
-        Command::Demo => demo::demo().await,
-        Command::Watch(args) => watch::watch(args).await,
-        Command::Check(args) => return exit_code(check::check(args).await),
-        Command::Prepare => prepare::prepare().await,
-        Command::Test => suites::test().await,
-        Command::Setup => setup::ensure_test_prerequisites(),
-        Command::Parity => suites::parity(),
-        Command::Oldest => oldest::oldest(),
-        Command::Faults => suites::faults(),
+        }) => course::cluster::up(no_kwok || api_server_only, api_server_only).await,
+        Command::Cluster(ClusterCommand::Down) => course::cluster::down(),
+        Command::Cluster(ClusterCommand::Status) => course::cluster::status().await,
+        Command::Demo => course::demo::demo().await,
+        Command::Watch(args) => course::watch::watch(args).await,
+        Command::Check(args) => return exit_code(course::exercise::check(args).await),
+        Command::Prepare => testsuite::prepare::prepare().await,
+        Command::Test => testsuite::suites::test().await,
+        Command::Setup => testsuite::setup::ensure_test_prerequisites(),
+        Command::Parity => testsuite::suites::parity(),
+        Command::Oldest => testsuite::oldest::oldest(),
+        Command::Faults => testsuite::suites::faults(),
         Command::Bench(args) => performance::bench::bench(args).await,
         Command::FirstBuild(args) => performance::firstbuild::first_build(args),
         Command::HeapProfile(args) => performance::heap::heap_profile(args).await,
         Command::Workshop {
             finished: Some(dir),
             ..
-        } => workshop::write_finished(&dir),
-        Command::Workshop { check, .. } => workshop::workshop(check),
-        Command::Steps { check } => steps::steps(check),
-        Command::BumpKubernetes(args) => bump::bump(args),
+        } => course::starters::write_finished(&dir),
+        Command::Workshop { check, .. } => course::starters::workshop(check),
+        Command::Steps { check } => upkeep::steps::steps(check),
+        Command::BumpKubernetes(args) => upkeep::bump::bump(args),
         Command::Book(command) => booktool::run(command).await,
     };
     match result {

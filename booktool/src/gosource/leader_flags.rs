@@ -12,9 +12,9 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use tree_sitter::Node;
 
-use super::links::Release;
 use super::modcache::module_dir_of;
 use super::scan::parse_go;
+use testcluster::binaries::Release;
 
 /// What step 8 has that kube-controller-manager does not; its help and the
 /// book say so ("Not in kube-controller-manager").

@@ -36,6 +36,7 @@
 use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
+use testcluster::binaries::Release;
 
 use super::modcache::source_file;
 use super::scan::{GoFile, Statement, contains_word};
@@ -44,46 +45,6 @@ use crate::markdown::{line_of, link_targets};
 
 /// The scheme that marks a link as one to resolve.
 const SCHEME: &str = "go:";
-
-/// The versions a link resolves at: a Kubernetes release and its staging
-/// modules' (client-go, the Go sample-controller: `v0.<minor>.<patch>`).
-#[derive(Clone, Debug, PartialEq)]
-pub struct Release {
-    /// `v1.37.1`.
-    pub kubernetes: String,
-    /// `v0.37.1`.
-    pub staging: String,
-}
-
-impl Release {
-    /// The release of `versions.toml`, the one the book is built on.
-    pub fn pinned() -> Release {
-        use testcluster::binaries::{KUBERNETES_VERSION, STAGING_VERSION};
-        Release {
-            kubernetes: KUBERNETES_VERSION.to_string(),
-            staging: STAGING_VERSION.to_string(),
-        }
-    }
-
-    /// Kubernetes `1.MINOR.PATCH` (or `v1.MINOR.PATCH`) and its staging modules.
-    pub fn of(kubernetes: &str) -> Result<Release> {
-        let bare = kubernetes.trim_start_matches('v');
-        let rest = bare
-            .strip_prefix("1.")
-            .filter(|r| {
-                let parts: Vec<&str> = r.split('.').collect();
-                parts.len() == 2
-                    && parts
-                        .iter()
-                        .all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()))
-            })
-            .with_context(|| format!("{kubernetes:?} is not a Kubernetes release 1.MINOR.PATCH"))?;
-        Ok(Release {
-            kubernetes: format!("v{bare}"),
-            staging: format!("v0.{rest}"),
-        })
-    }
-}
 
 /// A Go module the book may link into, and the GitHub repository it is
 /// published from (`kubernetes/NAME` for every one of them).
@@ -537,19 +498,6 @@ func run(ctx context.Context) error {
             (sample.repo.as_str(), path.as_str()),
             ("sample-controller", "controller.go")
         );
-    }
-
-    #[test]
-    fn a_release_names_its_staging_modules_and_rejects_what_is_not_one() {
-        // A release far from any real one, so that the versions test (which
-        // reads every file) finds no second Kubernetes version here.
-        let release = Release::of("1.90.2").unwrap();
-        assert_eq!(release.kubernetes, "v1.90.2");
-        assert_eq!(release.staging, "v0.90.2");
-        assert_eq!(Release::of("v1.90.2").unwrap(), release);
-        for wrong in ["1.90", "0.90.2", "1.90.x", "v2.0.0", ""] {
-            assert!(Release::of(wrong).is_err(), "{wrong}");
-        }
     }
 
     #[test]

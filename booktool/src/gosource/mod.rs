@@ -59,12 +59,12 @@ mod selector;
 
 use crate::markdown::{code_blocks, line_of};
 use course::workspace::rel;
-pub use links::Release;
 use markdown::{Directive, directives};
 use modcache::go_file;
 pub use modcache::module_dir;
 use render::expand_chapter;
 use scan::GoFile;
+use testcluster::binaries::Release;
 
 /// The Go module the book quotes, at `testcluster::binaries::SAMPLE_CONTROLLER_VERSION`.
 pub const GO_MODULE: &str = "k8s.io/sample-controller";

@@ -12,7 +12,8 @@
 //!
 //! Which scenarios make up a step's check is the step registry's business
 //! ([`crate::steps`]); each step's behaviours and scenarios live in a module
-//! of their own (`step2` … `step8`), what they share in `cluster`. The Foo
+//! of their own (`step2` … `step8`), what they share in `cluster`.
+//! `cargo xtask check` runs them on a learner's starter (`crate::exercise`). The Foo
 //! is the steps' own (`sample_controller::Foo`).
 
 use std::fmt;

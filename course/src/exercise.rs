@@ -1,5 +1,5 @@
 //! `cargo xtask check step-N`: builds a workshop starter (or a step) and
-//! runs that step's behaviour checks (`course::checks`, the same ones
+//! runs that step's behaviour checks (`crate::checks`, the same ones
 //! tests/steps.rs runs on the steps) against a real API server, printing one
 //! line per behaviour.
 //!
@@ -10,9 +10,9 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use crate::checks::Target;
+use crate::steps::{self, Step};
 use anyhow::{Context, Result, bail};
-use course::checks::Target;
-use course::steps::{self, Step};
 use testcluster::{ControlPlane, Options};
 
 use crate::workspace::repo_root;
@@ -87,7 +87,7 @@ pub async fn check(args: CheckArgs) -> Result<ExitCode> {
         echo: args.verbose,
         keep: args.keep,
     };
-    let report = course::steps::check(step, &target).await?;
+    let report = crate::steps::check(step, &target).await?;
     println!("{report}");
     drop(own);
     if report.passed() {
@@ -157,7 +157,7 @@ mod tests {
 
     #[test]
     fn a_step_is_named_with_or_without_its_prefix_and_only_steps_with_a_check_have_one() {
-        use course::steps::{STEPS, checked};
+        use crate::steps::{STEPS, checked};
         assert_eq!(parse_step("step-5").unwrap().number, 5);
         assert_eq!(parse_step("8").unwrap().number, 8);
         // The steps with a check, as the error lists them; a step after the

@@ -36,7 +36,7 @@ pub const LAST: &str = "image";
 
 /// Every test target of the workspace (`[[test]]`, `tests/*.rs`), by name.
 pub fn test_targets(root: &Path) -> Result<Vec<String>> {
-    let mut names: Vec<String> = crate::workspace::packages(root)?
+    let mut names: Vec<String> = course::workspace::packages(root)?
         .iter()
         .flat_map(|package| &package.targets)
         .filter(|target| target.is_test())
@@ -62,7 +62,7 @@ pub fn lanes(targets: &[String]) -> Result<Lanes> {
     for name in BUILD_LANE.iter().chain([&LAST]) {
         anyhow::ensure!(
             targets.iter().any(|t| t == name),
-            "xtask/src/lanes.rs names the test target {name}, but the workspace has none of that name"
+            "testsuite/src/lanes.rs names the test target {name}, but the workspace has none of that name"
         );
     }
     let command = |first: &[&str], names: &mut dyn Iterator<Item = &String>| {
@@ -97,7 +97,7 @@ fn as_str(args: &[String]) -> Vec<&str> {
 /// Builds every test, then runs both lanes. An error naming each command
 /// that failed, once both lanes are done.
 pub fn run() -> Result<()> {
-    let root = crate::workspace::repo_root();
+    let root = course::workspace::repo_root();
     let lanes = lanes(&test_targets(&root)?)?;
     // Everything built first, so that neither lane waits on the other's
     // build: the build lane's targets and the rest's (the doc tests are
@@ -105,12 +105,12 @@ pub fn run() -> Result<()> {
     let mut built = as_str(&lanes.rest[0]);
     built.extend(as_str(&lanes.build).into_iter().skip(2));
     built.extend(["--test", LAST, "--no-run"]);
-    crate::workspace::run_tool(&mut crate::workspace::cargo(&built).std())?;
+    course::workspace::run_tool(&mut course::workspace::cargo(&built).std())?;
 
-    let log_path = crate::workspace::target_dir().join("test-build-lane.log");
+    let log_path = course::workspace::target_dir().join("test-build-lane.log");
     let log =
         File::create(&log_path).with_context(|| format!("creating {}", log_path.display()))?;
-    let build_command = crate::workspace::cargo(&as_str(&lanes.build));
+    let build_command = course::workspace::cargo(&as_str(&lanes.build));
     println!(
         "==> Beside the other tests: {build_command} (output in {}, shown when it is done)",
         log_path.display()
@@ -124,7 +124,7 @@ pub fn run() -> Result<()> {
         .with_context(|| format!("running {build_command}"))?;
     let mut outcomes = Vec::new();
     for args in &lanes.rest {
-        let command = crate::workspace::cargo(&as_str(args));
+        let command = course::workspace::cargo(&as_str(args));
         println!("==> {command}");
         outcomes.push((command.to_string(), command.std().status()));
     }
@@ -195,7 +195,7 @@ mod tests {
 
     #[test]
     fn the_workspaces_test_targets_include_both_lanes() {
-        let targets = test_targets(&crate::workspace::repo_root()).unwrap();
+        let targets = test_targets(&course::workspace::repo_root()).unwrap();
         for name in BUILD_LANE
             .iter()
             .chain(&[LAST, "faults", "steps", "parity"])

@@ -2,8 +2,9 @@
 //! table of steps (each `steps/step-N/step.toml`'s `title` and `go`) and
 //! the teacher notes' table of Go's branches (each step.toml's `[[branch]]`
 //! tables), so that a step folder is the one place either is written; and
-//! the declarations that compile a step folder's `check.rs` into the course
-//! crate, its `starter.rs` into xtask and its `capture.rs` into booktool, in source, where
+//! the declarations that compile a step folder's `check.rs` and
+//! `starter.rs` into the course crate (`checks`, `starters`) and its
+//! `capture.rs` into booktool, in source, where
 //! rustfmt, clippy, rustdoc and an editor find them.
 //! `cargo xtask steps` writes them, then what `cargo xtask workshop` writes.
 
@@ -14,7 +15,7 @@ use course::steps::{Branch, STEPS, Step, behaviours};
 
 use booktool::markdown;
 
-use crate::generated;
+use course::generated;
 
 /// The README's table of steps starts at this line.
 const README_HEADER: &str = "| Step | Run | Adds | Go counterpart |";
@@ -154,7 +155,7 @@ const DECLARED: [Declared; 3] = [
     },
     Declared {
         file: "starter.rs",
-        host: "xtask/src/workshop/specs.rs",
+        host: "course/src/starters/specs.rs",
         up: "../../..",
         what: "the step folders' starter.rs",
         module: |n| {
@@ -241,7 +242,7 @@ fn declarations(root: &Path, declared: &Declared) -> Result<String> {
 /// notes' table of Go's branches and the declarations of the step folders'
 /// Rust files, then the workshop's files.
 pub fn steps(check: bool) -> Result<()> {
-    let root = crate::workspace::repo_root();
+    let root = course::workspace::repo_root();
     let mut stale = Vec::new();
     // First what a new step's build needs: its check, starter and capture
     // compiled in (the registry below is the build's own).
@@ -257,7 +258,7 @@ pub fn steps(check: bool) -> Result<()> {
     if rewritten {
         // This xtask was built without them: the rest is the next build's job.
         println!("==> The step folders' files are declared anew: building xtask again");
-        let status = crate::workspace::cargo(&["xtask", "steps"])
+        let status = course::workspace::cargo(&["xtask", "steps"])
             .std()
             .status()
             .context("running cargo xtask steps")?;
@@ -278,7 +279,7 @@ pub fn steps(check: bool) -> Result<()> {
         .into_iter()
         .flatten(),
     );
-    crate::workshop::workshop(check)?;
+    course::starters::workshop(check)?;
     ensure!(
         stale.is_empty(),
         "{} not what the step folders make: run `cargo xtask steps`",
@@ -292,12 +293,12 @@ mod tests {
     use super::*;
 
     fn committed(path: &str) -> String {
-        std::fs::read_to_string(crate::workspace::repo_root().join(path)).unwrap()
+        std::fs::read_to_string(course::workspace::repo_root().join(path)).unwrap()
     }
 
     #[test]
     fn each_step_folders_rust_files_are_declared_where_their_crates_compile_them() {
-        let root = crate::workspace::repo_root();
+        let root = course::workspace::repo_root();
         for declared in &DECLARED {
             let text = committed(declared.host);
             let body = declarations(&root, declared).unwrap();

@@ -14,7 +14,7 @@ use anyhow::{Context, Result, bail};
 use course::checks::Target;
 use testcluster::{ControlPlane, Options};
 
-use crate::workspace::repo_root;
+use course::workspace::repo_root;
 
 /// Runs every preparation step in order and prints a timing per step.
 pub async fn prepare() -> Result<()> {
@@ -30,7 +30,7 @@ pub async fn prepare() -> Result<()> {
     println!(
         "==> 2/6 Control plane and kubectl: built with Go from the pinned modules into ~/.cache/sample-controller-rs (first time: 15-25 minutes on 2 cores)"
     );
-    crate::cluster::build(&[])?;
+    course::cluster::build(&[])?;
     timings.push(("control plane and kubectl", t.elapsed()));
 
     let t = Instant::now();
@@ -75,7 +75,7 @@ pub async fn prepare() -> Result<()> {
     let t = Instant::now();
     println!("==> 6/6 One check: step 2 (the project's own) against it");
     let target = Target {
-        program: crate::workspace::debug_dir().join("step-2"),
+        program: course::workspace::debug_dir().join("step-2"),
         kubeconfig: cp.kubeconfig_path().to_path_buf(),
         client,
         echo: false,
@@ -120,7 +120,7 @@ pub async fn prepare() -> Result<()> {
 
 /// Runs `cargo args…` in the repository; fails if it does.
 fn cargo(args: &[&str]) -> Result<()> {
-    let status = crate::workspace::cargo(args)
+    let status = course::workspace::cargo(args)
         .std()
         .status()
         .with_context(|| format!("running cargo {}", args.join(" ")))?;

@@ -19,7 +19,7 @@ use std::time::Instant;
 use anyhow::{Context, Result, anyhow, bail};
 use testcluster::binaries::OLDEST_KUBERNETES_VERSION;
 
-use booktool::gosource::Release;
+use testcluster::binaries::Release;
 
 /// The builds running beside the tests.
 pub struct Beside(JoinHandle<Result<()>>);
@@ -51,7 +51,7 @@ impl Beside {
 /// The Dockerfile's build of step 8, its output in `target/beside-musl.log`
 /// (cargo's lines would interleave with the tests' report).
 fn musl_step_8() -> Result<()> {
-    let root = crate::workspace::repo_root();
+    let root = course::workspace::repo_root();
     let (cargo, binary) = course::cargo::musl_step_8(&root);
     let log_path = root.join("target/beside-musl.log");
     let log =

@@ -4,7 +4,7 @@
 //! otherwise starts the local control plane; installs the CRD; builds the
 //! step and runs it with `SAMPLE_CONTROLLER_LOG_JSON` pointing at
 //! `target/flow/step-N.log.jsonl`, its log as JSON; serves, on 127.0.0.1
-//! only, a page that draws the flow of that log (`course::flow`) as it
+//! only, a page that draws the flow of that log (`crate::flow`) as it
 //! is written (book/theme/flow.js and flow.css, the same view the book's
 //! replays use) over server-sent events. Whatever anyone does to the cluster from another
 //! terminal (`kubectl apply`, `scale`, `delete`) flows through the step and
@@ -30,11 +30,16 @@ use kube::Client;
 use serde_json::Value;
 use testcluster::{ControlPlane, Options};
 
-use course::kubectl::Kubectl;
+use crate::kubectl::Kubectl;
+
+// A headless Chromium driven over its DevTools pipe: the live page's test
+// looks at what it draws.
+#[cfg(test)]
+mod devtools;
 
 /// The view, shared with the book (one source for both).
-const FLOW_JS: &str = include_str!("../../book/theme/flow.js");
-const FLOW_CSS: &str = include_str!("../../book/theme/flow.css");
+const FLOW_JS: &str = include_str!("../../../book/theme/flow.js");
+const FLOW_CSS: &str = include_str!("../../../book/theme/flow.css");
 
 /// Options of `cargo xtask watch`.
 #[derive(clap::Args, Debug)]
@@ -63,7 +68,7 @@ fn page(title: &str) -> String {
 
 /// `step-3 to step-8`: the steps with a flow, from the step registry.
 pub fn drawable() -> String {
-    let mut drawn = course::steps::drawn().map(|s| s.binary);
+    let mut drawn = crate::steps::drawn().map(|s| s.binary);
     let first = drawn.next().unwrap_or_default();
     format!("{first} to {}", drawn.last().unwrap_or(first))
 }
@@ -79,8 +84,8 @@ pub fn about() -> String {
 
 /// The step `text` names (`step-5` or `5`), if it has a flow to draw; else
 /// an error that says which steps do.
-fn drawn_step(text: &str) -> Result<&'static course::steps::Step> {
-    let Some(step) = course::steps::parse(text) else {
+fn drawn_step(text: &str) -> Result<&'static crate::steps::Step> {
+    let Some(step) = crate::steps::parse(text) else {
         bail!("{text:?} is not a step: give {}", drawable());
     };
     if step.flow.is_none() {
@@ -249,7 +254,7 @@ pub fn router(log: PathBuf, title: &str) -> Router {
 /// Server-sent events: one per line of the flow, read from the log as it
 /// grows (each client reads it from the start, with a flow of its own).
 async fn events(State(log): State<Arc<PathBuf>>) -> impl IntoResponse {
-    let mut flow = course::flow::Flow::default();
+    let mut flow = crate::flow::Flow::default();
     let lines = follow(log.as_ref().clone())
         .flat_map(move |record| stream::iter(flow.read(&record)))
         .map(|line| Ok::<_, Infallible>(Event::default().data(Value::Object(line).to_string())));
@@ -288,12 +293,12 @@ pub fn follow(path: PathBuf) -> impl Stream<Item = String> + Send {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::devtools::Browser;
+    use devtools::Browser;
 
     #[test]
     fn the_steps_it_draws_are_the_registrys_steps_with_a_flow() {
-        let first = course::steps::drawn().next().unwrap().number;
-        let last = course::steps::drawn().last().unwrap().number;
+        let first = crate::steps::drawn().next().unwrap().number;
+        let last = crate::steps::drawn().last().unwrap().number;
         assert_eq!(first, 3, "the first step with a queue");
         let range = format!("step-{first} to step-{last}");
         assert_eq!(drawable(), range);
@@ -306,7 +311,7 @@ mod tests {
             "{error}"
         );
         assert!(error.ends_with(&format!("give {range}")), "{error}");
-        let after_the_last = format!("step-{}", course::steps::STEPS.len() + 1);
+        let after_the_last = format!("step-{}", crate::steps::STEPS.len() + 1);
         for wrong in [after_the_last.as_str(), "nine", ""] {
             let error = drawn_step(wrong).unwrap_err().to_string();
             assert!(
@@ -343,7 +348,7 @@ mod tests {
         let started = std::time::Instant::now();
         loop {
             let log = std::fs::read_to_string(path).unwrap_or_default();
-            let trace = course::flow::from_log(&log);
+            let trace = crate::flow::from_log(&log);
             if trace
                 .lines()
                 .any(|line| needles.iter().all(|n| line.contains(n)))

@@ -14,7 +14,7 @@ use anyhow::{Context, Result, bail};
 use testcluster::Binary;
 use testcluster::binaries::{OLDEST_KUBERNETES_VERSION, build_at, cached_path_at};
 
-use booktool::gosource::Release;
+use testcluster::binaries::Release;
 
 /// The servers of the control plane that come from `k8s.io/kubernetes`.
 const SERVERS: [Binary; 3] = [
@@ -32,7 +32,7 @@ pub fn oldest() -> Result<()> {
         "==> kube-apiserver, kube-controller-manager and kube-scheduler {} (built once into the cache)",
         release.kubernetes
     );
-    let mut command = crate::workspace::cargo(&["test", "--test", "steps"]).std();
+    let mut command = course::workspace::cargo(&["test", "--test", "steps"]).std();
     for (binary, path) in servers(&release)? {
         println!("{:<24} {}", binary.name(), path.display());
         command.env(binary.env_var(), path);
@@ -57,7 +57,7 @@ pub fn oldest() -> Result<()> {
 /// The oldest release's servers, each built into the cache unless it is
 /// there already (`cargo xtask test` builds them beside its tests).
 pub fn servers(release: &Release) -> Result<Vec<(Binary, std::path::PathBuf)>> {
-    let module = crate::workspace::repo_root().join("target/oldest-kubernetes");
+    let module = course::workspace::repo_root().join("target/oldest-kubernetes");
     let mut written = false;
     let mut paths = Vec::new();
     for binary in SERVERS {
@@ -87,34 +87,15 @@ pub fn servers(release: &Release) -> Result<Vec<(Binary, std::path::PathBuf)>> {
 fn wrapper_module(dir: &Path, release: &Release) -> Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let pinned = testcluster::binaries::controlplane_dir().join("kubernetes/go.mod");
-    let go_mod = std::fs::read_to_string(&pinned)
-        .with_context(|| format!("reading {}", pinned.display()))?;
-    std::fs::write(dir.join("go.mod"), without_requirements(&go_mod))
-        .with_context(|| format!("writing go.mod in {}", dir.display()))?;
-    crate::bump::kubernetes_module(dir, release)
-}
-
-/// `go_mod` without its `require` lines and blocks: its module, go version,
-/// replacements and tools.
-fn without_requirements(go_mod: &str) -> String {
-    let mut in_block = false;
-    let mut out = Vec::new();
-    for line in go_mod.lines() {
-        let trimmed = line.trim();
-        if in_block {
-            in_block = trimmed != ")";
-        } else if trimmed == "require (" {
-            in_block = true;
-        } else if !trimmed.starts_with("require ") {
-            out.push(line);
-        }
-    }
-    out.join("\n").trim_end().to_string() + "\n"
+    let go_mod = dir.join("go.mod");
+    std::fs::copy(&pinned, &go_mod)
+        .with_context(|| format!("copying {} into {}", pinned.display(), dir.display()))?;
+    upkeep::gomod::drop_requirements(&go_mod)?;
+    upkeep::bump::kubernetes_module(dir, release)
 }
 
 #[cfg(test)]
 mod tests {
-    use super::*;
 
     #[test]
     fn the_older_wrapper_keeps_the_pinned_tools_and_none_of_its_requirements() {
@@ -123,20 +104,15 @@ mod tests {
         )
         .unwrap();
         assert!(pinned.contains("github.com/container-storage-interface/spec"));
-        let older = without_requirements(&pinned);
+        let tmp = tempfile::tempdir().unwrap();
+        let go_mod = tmp.path().join("go.mod");
+        std::fs::write(&go_mod, &pinned).unwrap();
+        upkeep::gomod::drop_requirements(&go_mod).unwrap();
+        let older = std::fs::read_to_string(&go_mod).unwrap();
         assert!(!older.contains("require"), "{older}");
         assert!(!older.contains("container-storage-interface"), "{older}");
         assert!(older.starts_with("module sample-controller-rs/controlplane/kubernetes\n"));
-        assert!(older.contains("\tk8s.io/kubernetes/cmd/kube-controller-manager\n"));
+        assert!(older.contains("k8s.io/kubernetes/cmd/kube-controller-manager"));
         assert!(older.contains("replace k8s.io/api => k8s.io/api v"));
-    }
-
-    #[test]
-    fn a_single_line_requirement_goes_too() {
-        let go_mod = "module m\n\ngo 1.26.0\n\nrequire k8s.io/kubernetes v1.37.1\n\ntool k8s.io/kubernetes/cmd/kubectl\n";
-        assert_eq!(
-            without_requirements(go_mod),
-            "module m\n\ngo 1.26.0\n\n\ntool k8s.io/kubernetes/cmd/kubectl\n"
-        );
     }
 }

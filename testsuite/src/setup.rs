@@ -21,7 +21,7 @@ use anyhow::{Context, Result, bail, ensure};
 
 use booktool::tools::{BOOK_TOOLS, BookTool, chromium, installed_version, which};
 
-use crate::workspace::run_tool as run;
+use course::workspace::run_tool as run;
 
 /// Rust's target for the static binary of the image (Dockerfile, tests/image.rs).
 pub const MUSL_TARGET: &str = "x86_64-unknown-linux-musl";
@@ -252,7 +252,7 @@ pub fn ensure_test_prerequisites() -> Result<()> {
         );
         for tool in &wanted {
             let cargo =
-                course::cargo::command(&crate::workspace::repo_root(), &tool.install_args());
+                course::cargo::command(&course::workspace::repo_root(), &tool.install_args());
             println!("    $ {cargo}");
             run(&mut cargo.std())?;
             let found = installed_version(tool);

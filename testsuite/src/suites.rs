@@ -6,8 +6,8 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 
-use crate::workspace::{cargo, repo_root};
-use crate::{beside, cluster, lanes, oldest, setup};
+use crate::{beside, lanes, oldest, setup};
+use course::workspace::{cargo, repo_root};
 
 /// The README's test command: what a fresh machine lacks (system packages,
 /// the musl target, the book's tools; see `setup`), the control-plane
@@ -19,7 +19,7 @@ pub async fn test() -> Result<()> {
     println!(
         "==> Control-plane binaries (built once into ~/.cache/sample-controller-rs; a first build takes about 8 minutes on 2 cores)"
     );
-    cluster::build(&[])?;
+    course::cluster::build(&[])?;
     println!(
         "==> The workspace's tests (unit, mock API server, end-to-end and parity against local control planes), in two lanes"
     );
@@ -61,7 +61,7 @@ pub async fn test() -> Result<()> {
 
 /// `cargo test --test parity`, after building what it needs.
 pub fn parity() -> Result<()> {
-    cluster::build(&[])?;
+    course::cluster::build(&[])?;
     let status = cargo(&[
         "test",
         "--test",
@@ -81,7 +81,7 @@ pub fn parity() -> Result<()> {
 
 /// `cargo test --test faults`, then the one-line summary each fault wrote.
 pub fn faults() -> Result<()> {
-    cluster::build(&[])?;
+    course::cluster::build(&[])?;
     clear_fault_report()?;
     let status = cargo(&["test", "--test", "faults", "--", "--test-threads=9"])
         .std()

@@ -19,7 +19,7 @@ use kube::api::{Api, DeleteParams};
 use sample_controller::Foo;
 use testcluster::{ControlPlane, Options};
 
-use course::kubectl::Kubectl;
+use crate::kubectl::Kubectl;
 
 /// The namespace the demo works in (deleted at the end).
 const NAMESPACE: &str = "sample-controller-demo";

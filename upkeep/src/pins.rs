@@ -47,13 +47,13 @@ mod tests {
     #[test]
     fn every_crate_two_packages_use_is_pinned_once_in_the_workspace() {
         let manifests: Vec<(String, String)> =
-            crate::workspace::packages(&crate::workspace::repo_root())
+            course::workspace::packages(&course::workspace::repo_root())
                 .unwrap()
                 .iter()
                 .map(|package| {
                     let path = package.manifest_path.as_std_path();
                     (
-                        crate::workspace::rel(path),
+                        course::workspace::rel(path),
                         std::fs::read_to_string(path).unwrap(),
                     )
                 })

@@ -12,7 +12,7 @@
 //! Written by hand, in about 250 lines, because the few commands it sends
 //! (navigate, evaluate, screenshot, console) do not pay for a DevTools
 //! crate: `chromiumoxide` 0.7 with its tokio runtime alone brings 53 crates
-//! xtask does not build today (`cargo tree`, December 2026), one of them
+//! the course does not build otherwise (`cargo tree`), one of them
 //! `chromiumoxide_cdp`, 99k lines of generated protocol types, the size of
 //! k8s-openapi (122k lines), which is the slowest crate of a step's first
 //! build (book: Performance, "The first build").
@@ -54,7 +54,7 @@ fn pipe() -> Result<(RawFd, RawFd)> {
 impl Browser {
     /// Starts Chromium and opens a page of `width`×`height`, blank.
     pub fn start(width: u32, height: u32) -> Result<Browser> {
-        let chromium = booktool::tools::chromium().context("chromium is not installed")?;
+        let chromium = crate::programs::chromium().context("chromium is not installed")?;
         let profile = tempfile::Builder::new()
             .prefix("devtools-")
             .tempdir()

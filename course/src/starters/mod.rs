@@ -7,7 +7,7 @@
 //! (run by `cargo xtask test` through this module's test) fails while a
 //! committed starter is not what its spec generates.
 //!
-//! What only a starter has is in its [`Spec`] ([`specs`]): the header that
+//! What only a starter has is in its [`Spec`] (`specs.rs`): the header that
 //! says what to write, each gap's instructions, the few edits that connect the
 //! learner's functions, and, for the steps whose program is the library's
 //! (7 and 8), the `main` that calls the learner's code. Each edit must match
@@ -19,8 +19,6 @@ mod specs;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail, ensure};
-
-use booktool::markdown;
 
 use crate::generated;
 
@@ -120,20 +118,10 @@ pub fn workshop(check: bool) -> Result<()> {
         check,
         with_starter_bins,
     )?);
-    for spec in SPECS {
-        let chapter = format!("book/src/step-{}.md", spec.step);
-        let page = std::fs::read_to_string(root().join(&chapter))
-            .with_context(|| format!("reading {chapter}"))?;
-        for target in open_solutions(spec, &page) {
-            println!("    {chapter}: the gap code {target} is not collapsed");
-            stale.push(format!("{chapter} ({target} shown open)"));
-        }
-    }
     ensure!(
         stale.is_empty(),
-        "{} not what the steps and xtask/src/workshop/specs.rs make: run \
-         `cargo xtask workshop` to write the starters (never edit one by hand), and \
-         wrap a gap's code in its chapter in <details class=\"solution\">",
+        "{} not what the steps and course/src/starters/specs.rs make: run \
+         `cargo xtask workshop` to write the starters (never edit one by hand)",
         stale.join(", ")
     );
     Ok(())
@@ -182,30 +170,6 @@ fn with_starter_bins(manifest: &str) -> Result<String> {
     }
     doc["bin"] = toml_edit::Item::ArrayOfTables(bins);
     Ok(doc.to_string())
-}
-
-/// The includes of `spec`'s solutions that the chapter shows outside a
-/// collapsed solution block, `<details class="solution">` (or not at all).
-pub fn open_solutions(spec: &Spec, page: &str) -> Vec<String> {
-    let blocks = markdown::html_between(page, "<details class=\"solution\">", "</details>");
-    let includes: Vec<_> = markdown::directives(page)
-        .into_iter()
-        .filter(|d| d.name == "include" && !d.escaped)
-        .collect();
-    spec.solutions
-        .iter()
-        .filter(|target| {
-            let shown: Vec<_> = includes
-                .iter()
-                .filter(|d| d.args.strip_prefix("../../") == Some(**target))
-                .collect();
-            shown.is_empty()
-                || shown
-                    .iter()
-                    .any(|d| !blocks.iter().any(|b| b.contains(&d.range.start)))
-        })
-        .map(|t| t.to_string())
-        .collect()
 }
 
 /// The starter `spec` makes from the sources under `root`, formatted.
@@ -551,57 +515,15 @@ mod tests {
     }
 
     #[test]
-    fn the_code_of_every_gap_is_collapsed_in_its_chapter() {
-        let mut open = Vec::new();
-        for spec in SPECS {
-            assert!(
-                !spec.solutions.is_empty(),
-                "step {}: no solutions listed",
-                spec.step
-            );
-            let chapter = root().join(format!("book/src/step-{}.md", spec.step));
-            let page = std::fs::read_to_string(&chapter).expect("the chapter");
-            for target in open_solutions(spec, &page) {
-                open.push(format!("book/src/step-{}.md: {target}", spec.step));
-            }
-        }
-        assert!(
-            open.is_empty(),
-            "a gap's code shown open (or not at all) in its chapter; wrap its include in \
-             <details class=\"solution\">:\n{}",
-            open.join("\n")
-        );
-    }
-
-    #[test]
-    fn a_solution_shown_open_is_found() {
-        let spec = Spec {
-            solutions: &["steps/step-9/main.rs:sync"],
-            ..SPEC
-        };
-        let collapsed = "<details class=\"solution\">\n<summary>x</summary>\n\n```rust\n\
-                         {{#include ../../steps/step-9/main.rs:sync}}\n```\n\n</details>\n";
-        assert!(open_solutions(&spec, collapsed).is_empty());
-        let open = "```rust\n{{#include ../../steps/step-9/main.rs:sync}}\n```\n";
-        assert_eq!(open_solutions(&spec, open), ["steps/step-9/main.rs:sync"]);
-        assert_eq!(
-            open_solutions(&spec, "nothing"),
-            ["steps/step-9/main.rs:sync"]
-        );
-        let both = format!("{collapsed}{open}");
-        assert_eq!(open_solutions(&spec, &both), ["steps/step-9/main.rs:sync"]);
-    }
-
-    #[test]
     fn every_step_with_a_starter_has_a_spec_and_no_other() {
-        let registry: Vec<u8> = course::steps::STEPS
+        let registry: Vec<u8> = crate::steps::STEPS
             .iter()
             .filter(|s| s.starter.is_some())
             .map(|s| s.number)
             .collect();
         let specs: Vec<u8> = SPECS.iter().map(|s| s.step).collect();
         assert_eq!(registry, specs);
-        for step in course::steps::STEPS {
+        for step in crate::steps::STEPS {
             if let Some(starter) = step.starter {
                 assert_eq!(starter.file, starter_path(step.number));
             }

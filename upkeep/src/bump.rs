@@ -17,8 +17,10 @@ use std::process::Command;
 use anyhow::{Context, Result, ensure};
 use clap::Args;
 
-use booktool::gosource::Release;
 use booktool::gosource::changed_passages;
+use testcluster::binaries::Release;
+
+use crate::gomod::{self, GoMod};
 
 /// `cargo xtask bump-kubernetes`.
 #[derive(Args, Debug)]
@@ -57,7 +59,7 @@ pub fn bump(args: BumpArgs) -> Result<()> {
         return Ok(());
     }
 
-    let root = crate::workspace::repo_root();
+    let root = course::workspace::repo_root();
     let etcd_from = testcluster::binaries::ETCD_VERSION;
     println!("==> versions.toml");
     set_version(&root.join("versions.toml"), "kubernetes", &to.kubernetes)?;
@@ -264,39 +266,29 @@ fn move_openapi_feature(manifest: &str, old: &str, new: &str) -> Result<String> 
 /// published version (the list comes from that release's own go.mod, so a
 /// staging module added or dropped upstream follows), then `go get` and
 /// `go mod tidy`.
-pub(crate) fn kubernetes_module(dir: &Path, release: &Release) -> Result<()> {
+pub fn kubernetes_module(dir: &Path, release: &Release) -> Result<()> {
     let module = format!("k8s.io/kubernetes@{}", release.kubernetes);
     let go_mod = testcluster::binaries::go_mod_download(&module, &std::env::temp_dir())?.go_mod;
-    let upstream = std::fs::read_to_string(&go_mod)
-        .with_context(|| format!("reading {}", go_mod.display()))?;
-    let staging = staging_modules(&upstream);
+    let staging = staging_modules(&gomod::read(&go_mod)?);
     ensure!(
         !staging.is_empty(),
         "{module}'s go.mod replaces no staging module: not the layout this expects"
     );
-    let path = dir.join("go.mod");
-    let text = std::fs::read_to_string(&path)?;
-    let mut out: Vec<String> = text
-        .lines()
-        .filter(|l| !l.starts_with("replace k8s.io/"))
-        .map(str::to_string)
-        .collect();
-    // After the `go` line, as the wrapper has them.
-    let at = out
+    // The wrapper's k8s.io replaces dropped, then one per staging module at
+    // the release's staging version: `go mod edit` writes go.mod itself.
+    let wrapper = gomod::read(&dir.join("go.mod"))?;
+    let mut edits: Vec<String> = wrapper
+        .replace
         .iter()
-        .position(|l| l.starts_with("go "))
-        .map_or(out.len(), |i| i + 1);
-    let replaces: Vec<String> = staging
-        .iter()
-        .flat_map(|m| {
-            [
-                "".to_string(),
-                format!("replace {m} => {m} {}", release.staging),
-            ]
-        })
+        .filter(|r| r.old.path.starts_with("k8s.io/"))
+        .map(|r| format!("-dropreplace={}", r.old.path))
         .collect();
-    out.splice(at..at, replaces);
-    std::fs::write(&path, out.join("\n") + "\n")?;
+    edits.extend(
+        staging
+            .iter()
+            .map(|m| format!("-replace={m}={m}@{}", release.staging)),
+    );
+    gomod::edit(&dir.join("go.mod"), &edits)?;
     println!(
         "    {} staging modules replaced by {}",
         staging.len(),
@@ -308,31 +300,13 @@ pub(crate) fn kubernetes_module(dir: &Path, release: &Release) -> Result<()> {
 
 /// The modules a `k8s.io/kubernetes` go.mod replaces with its own
 /// `./staging/src/...` directories.
-fn staging_modules(go_mod: &str) -> Vec<String> {
-    let mut in_block = false;
-    let mut found = Vec::new();
-    for line in go_mod.lines() {
-        let line = line.trim();
-        let entry = if line == "replace (" {
-            in_block = true;
-            continue;
-        } else if in_block && line == ")" {
-            in_block = false;
-            continue;
-        } else if in_block {
-            line
-        } else if let Some(rest) = line.strip_prefix("replace ") {
-            rest
-        } else {
-            continue;
-        };
-        if let Some((module, target)) = entry.split_once("=>")
-            && target.trim().starts_with("./staging/")
-        {
-            found.push(module.trim().to_string());
-        }
-    }
-    found
+fn staging_modules(go_mod: &GoMod) -> Vec<String> {
+    go_mod
+        .replace
+        .iter()
+        .filter(|r| r.new.path.starts_with("./staging/"))
+        .map(|r| r.old.path.clone())
+        .collect()
 }
 
 /// `go ARGS` in `dir`, failing with its output.
@@ -384,11 +358,17 @@ mod tests {
 
     #[test]
     fn the_staging_modules_are_read_from_both_replace_forms() {
-        let go_mod = "module k8s.io/kubernetes\n\nreplace (\n\tk8s.io/api => ./staging/src/k8s.io/api\n\
-                      \tk8s.io/client-go => ./staging/src/k8s.io/client-go\n\tgithub.com/x/y => github.com/x/y v1.0.0\n)\n\
-                      replace k8s.io/kms => ./staging/src/k8s.io/kms\n";
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("go.mod");
+        std::fs::write(
+            &path,
+            "module k8s.io/kubernetes\n\ngo 1.26.0\n\nreplace (\n\tk8s.io/api => ./staging/src/k8s.io/api\n\
+             \tk8s.io/client-go => ./staging/src/k8s.io/client-go\n\tgithub.com/x/y => github.com/x/y v1.0.0\n)\n\
+             replace k8s.io/kms => ./staging/src/k8s.io/kms\n",
+        )
+        .unwrap();
         assert_eq!(
-            staging_modules(go_mod),
+            staging_modules(&gomod::read(&path).unwrap()),
             ["k8s.io/api", "k8s.io/client-go", "k8s.io/kms"]
         );
     }

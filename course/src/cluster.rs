@@ -108,7 +108,7 @@ pub async fn up(no_kwok: bool, api_server_only: bool) -> Result<()> {
 
 /// The lines that put the cached kubectl on `PATH` and point `KUBECONFIG` at the cluster.
 fn print_exports(kubeconfig: &Path) {
-    for line in course::kubectl::export_lines(kubeconfig) {
+    for line in crate::kubectl::export_lines(kubeconfig) {
         println!("{line}");
     }
 }
