@@ -60,33 +60,16 @@ fn copy_renamed(from: &Path, to: &Path) {
     }
 }
 
-/// Replaces the line of `file` (in `copy`) that starts with `key`, among
-/// its top-level keys (before its first `[table]`: a step.toml's
-/// `[[branch]]` tables have keys of the same names).
-fn set_line(copy: &Path, file: &str, key: &str, line: &str) {
+/// Sets the top-level `key` of the TOML `file` (in `copy`) to the string
+/// `value`, the rest of the file as it was (a step.toml's `[[branch]]`
+/// tables have keys of the same names, and stay).
+fn set_key(copy: &Path, file: &str, key: &str, value: &str) {
     let path = copy.join(file);
     let text = std::fs::read_to_string(&path).expect(file);
-    let top = text
-        .lines()
-        .position(|l| l.starts_with('['))
-        .unwrap_or(usize::MAX);
-    let at: Vec<usize> = text
-        .lines()
-        .enumerate()
-        .filter(|(i, l)| *i < top && l.starts_with(key))
-        .map(|(i, _)| i)
-        .collect();
-    assert_eq!(
-        at.len(),
-        1,
-        "{file}: one top-level line starting with {key:?}"
-    );
-    let text: Vec<&str> = text
-        .lines()
-        .enumerate()
-        .map(|(i, l)| if i == at[0] { line } else { l })
-        .collect();
-    std::fs::write(&path, text.join("\n") + "\n").expect(file);
+    let mut doc: toml_edit::DocumentMut = text.parse().expect(file);
+    assert!(doc.contains_key(key), "{file}: no top-level {key}");
+    doc[key] = toml_edit::value(value);
+    std::fs::write(&path, doc.to_string()).expect(file);
 }
 
 /// Inserts `line` into `file` (in `copy`) after the line containing `after`.
@@ -114,14 +97,9 @@ fn add_step_9(copy: &Path) {
     let title = format!("a throwaway copy of step {t}");
     let go = "`AddFunc`, again";
     let toml = format!("steps/step-{n}/step.toml");
-    set_line(copy, &toml, "title = ", &format!("title = {title:?}"));
-    set_line(copy, &toml, "go = ", &format!("go = {go:?}"));
-    set_line(
-        copy,
-        &toml,
-        "permissions = ",
-        "permissions = \"SERVER_SIDE_APPLY\"",
-    );
+    set_key(copy, &toml, "title", &title);
+    set_key(copy, &toml, "go", go);
+    set_key(copy, &toml, "permissions", "SERVER_SIDE_APPLY");
     let chapter = std::fs::read_to_string(copy.join(format!("book/src/step-{t}.md")))
         .expect("the template's chapter");
     std::fs::write(

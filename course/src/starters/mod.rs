@@ -404,49 +404,51 @@ struct ItemSpan {
     signature: std::ops::Range<usize>,
 }
 
-/// The top-level item `name` (`fn`, `async fn`, `struct`, `enum`, `const`,
-/// any of them `pub`): it starts at column 0 and ends at the next line that
-/// is `}` (or the line ending in `;`).
+/// The top-level item `name` (a `fn`, `struct`, `enum`, `const` or
+/// `static`, `pub` or not), as the Rust parser (`syn`) reads `text`: its
+/// doc comments and attributes included, from the start of their line to the
+/// end of the line it ends on. `None` when `text` does not parse or has no
+/// such item.
 fn find_item(text: &str, name: &str) -> Option<ItemSpan> {
-    let mut offsets = Vec::new();
-    let mut at = 0;
-    for line in text.split_inclusive('\n') {
-        offsets.push((at, line));
-        at += line.len();
-    }
-    let is_it = |line: &str| {
-        let rest = line
-            .trim_start_matches("pub(crate) ")
-            .trim_start_matches("pub ")
-            .trim_start_matches("async ");
-        ["fn ", "struct ", "enum ", "const ", "static "]
-            .iter()
-            .any(|kw| {
-                rest.strip_prefix(kw).is_some_and(|r| {
-                    r.starts_with(name)
-                        && !r[name.len()..].starts_with(|c: char| c.is_alphanumeric() || c == '_')
-                })
-            })
+    use syn::spanned::Spanned as _;
+    let file = syn::parse_file(text).ok()?;
+    let item = file.items.iter().find(|item| {
+        let ident = match item {
+            syn::Item::Fn(f) => &f.sig.ident,
+            syn::Item::Struct(s) => &s.ident,
+            syn::Item::Enum(e) => &e.ident,
+            syn::Item::Const(c) => &c.ident,
+            syn::Item::Static(s) => &s.ident,
+            _ => return false,
+        };
+        ident == name
+    })?;
+    let lines: Vec<usize> = std::iter::once(0)
+        .chain(text.match_indices('\n').map(|(i, _)| i + 1))
+        .collect();
+    // proc-macro2's lines count from 1, its columns in chars.
+    let offset = |at: proc_macro2::LineColumn| -> Option<usize> {
+        let start = *lines.get(at.line.checked_sub(1)?)?;
+        let column = text[start..]
+            .char_indices()
+            .nth(at.column)
+            .map_or(text.len() - start, |(i, _)| i);
+        Some(start + column)
     };
-    let head = offsets.iter().position(|(_, l)| is_it(l))?;
-    let mut first = head;
-    while first > 0 {
-        let above = offsets[first - 1].1.trim_start();
-        if above.starts_with("///") || above.starts_with("#[") {
-            first -= 1;
-        } else {
-            break;
-        }
-    }
-    let last = if offsets[head].1.trim_end().ends_with(';') {
-        head
-    } else {
-        (head..offsets.len()).find(|&i| offsets[i].1.trim_end() == "}")?
+    let span = item.span();
+    let start = *lines.get(span.start().line.checked_sub(1)?)?;
+    let end = lines.get(span.end().line).copied().unwrap_or(text.len());
+    // The signature: from the item itself (after its attributes) to its `{`.
+    let head = match item {
+        syn::Item::Fn(f) => f.sig.fn_token.span,
+        syn::Item::Struct(s) => s.struct_token.span,
+        syn::Item::Enum(e) => e.enum_token.span,
+        syn::Item::Const(c) => c.const_token.span,
+        syn::Item::Static(s) => s.static_token.span,
+        _ => return None,
     };
-    let start = offsets[first].0;
-    let end = offsets[last].0 + offsets[last].1.len();
-    let sig_start = offsets[head].0;
-    let sig_end = sig_start + text[sig_start..end].find('{')?;
+    let sig_start = *lines.get(head.start().line.checked_sub(1)?)?;
+    let sig_end = sig_start + text[sig_start..offset(span.end())?].find('{')?;
     Some(ItemSpan {
         whole: start..end,
         signature: sig_start..sig_end,
@@ -512,6 +514,23 @@ mod tests {
             stale.is_empty(),
             "stale starters (run `cargo xtask workshop`): {stale:?}"
         );
+    }
+
+    #[test]
+    fn an_item_is_found_as_the_parser_reads_it() {
+        let text = "impl X {\n    fn sync() {}\n}\n\n/// Docs.\n#[inline]\n\
+                    pub(super) fn sync<T>(x: T) -> T\nwhere\n    T: Copy,\n{\n    \
+                    let s = \"\n}\n\";\n    x\n}\n\nconst AFTER: u8 = 1;\n";
+        let item = find_item(text, "sync").expect("the top-level fn");
+        let whole = &text[item.whole];
+        assert!(whole.starts_with("/// Docs.\n#[inline]\n"), "{whole}");
+        assert!(whole.ends_with("    x\n}\n"), "{whole}");
+        assert_eq!(
+            &text[item.signature],
+            "pub(super) fn sync<T>(x: T) -> T\nwhere\n    T: Copy,\n"
+        );
+        assert!(find_item(text, "syn").is_none());
+        assert!(find_item("fn broken( {", "broken").is_none());
     }
 
     #[test]
