@@ -27,6 +27,9 @@ use anyhow::{Context, Result, anyhow};
 
 use crate::binaries::last_lines;
 
+/// How long each process gets between SIGTERM and SIGKILL.
+pub(crate) const STOP_GRACE: Duration = Duration::from_secs(5);
+
 /// A process started by the harness.
 pub(crate) struct Process {
     /// Short name, e.g. `kube-apiserver`.
