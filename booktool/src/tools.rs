@@ -60,7 +60,7 @@ pub const MDBOOK_MERMAID: BookTool = BookTool {
 };
 /// gettext for mdBook: the `gettext` preprocessor renders the Chinese edition
 /// from book/po/zh-CN.po, the `xgettext` renderer extracts the English
-/// messages (book/i18n.rs).
+/// messages (i18n/).
 pub const MDBOOK_I18N_HELPERS: BookTool = BookTool {
     name: "mdbook-i18n-helpers",
     probe: Probe::CargoList("mdbook-gettext"),

@@ -34,11 +34,16 @@ use std::process::Command;
 
 use anyhow::{Context, Result, bail, ensure};
 use polib::catalog::Catalog;
-use scraper::Html;
 use serde::Deserialize;
 
+mod keep;
+mod rendered;
+
+use keep::prose_words;
+pub use keep::{has_prose, lost_in_translation, terms_missed};
+pub use rendered::check_rendered;
+
 use super::book_dir;
-use crate::html::{select, text};
 use course::workspace::rel;
 
 /// mdbook-i18n-helpers' renderer that extracts the English messages; the
@@ -127,128 +132,6 @@ pub fn extract(book: &Path, dest: &Path) -> Result<PathBuf> {
 
 fn parse(path: &Path) -> Result<Catalog> {
     polib::po_file::parse(path).map_err(|err| anyhow::anyhow!("parsing {}: {err}", rel(path)))
-}
-
-// ---------------------------------------------------------------------------
-// what a message must keep
-
-/// Whether an English message has anything to translate: a word of two
-/// letters or more outside its directives, inline code, link targets and
-/// HTML tags. A message that is only a `{{#go …}}` or a `` `Foo` `` cell is
-/// the same in every edition and needs no entry.
-pub fn has_prose(msgid: &str) -> bool {
-    prose_words(msgid) > 0
-}
-
-/// The English words of a message, outside what [`has_prose`] leaves out.
-fn prose_words(msgid: &str) -> usize {
-    words(msgid)
-        .split(|c: char| !c.is_ascii_alphabetic())
-        .filter(|w| w.len() >= 2)
-        .count()
-}
-
-/// A message's prose ([`crate::markdown::prose`]): its words, without its
-/// directives, inline code, link targets and HTML.
-fn words(msgid: &str) -> String {
-    let prose = crate::markdown::prose(msgid);
-    prose
-        .into_iter()
-        .map(|p| p.text)
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-/// What a translation must keep of its English: every directive, link
-/// target and inline code span, as many times as the English has it.
-fn kept(text: &str) -> Vec<String> {
-    use pulldown_cmark::{Event, Options, Parser, Tag};
-    let mut kept: Vec<String> = crate::markdown::directives(text)
-        .into_iter()
-        .map(|d| format!("directive {}", &text[d.range]))
-        .collect();
-    // Directives first, out of the Markdown: a `{{#figure … {..}}}` is no link.
-    let rest = crate::markdown::without_directives(text);
-    for event in Parser::new_ext(&rest, Options::ENABLE_TABLES) {
-        match event {
-            Event::Start(Tag::Link { dest_url, .. }) => kept.push(format!("link ({dest_url})")),
-            Event::Start(Tag::Image { dest_url, .. }) => {
-                kept.push(format!("image ({dest_url})"));
-            }
-            Event::Code(code) => kept.push(format!("code `{code}`")),
-            _ => {}
-        }
-    }
-    kept.sort();
-    kept
-}
-
-/// What `msgstr` lost or gained against `msgid`, if anything, said so that a
-/// translator knows what to put back.
-pub fn lost_in_translation(msgid: &str, msgstr: &str) -> Option<String> {
-    let (english, translated) = (kept(msgid), kept(msgstr));
-    if english == translated {
-        return None;
-    }
-    let missing = difference(&english, &translated);
-    let extra = difference(&translated, &english);
-    let mut said = Vec::new();
-    if !missing.is_empty() {
-        said.push(format!("lost {}", missing.join(", ")));
-    }
-    if !extra.is_empty() {
-        said.push(format!("has {} that the English has not", extra.join(", ")));
-    }
-    Some(said.join("; "))
-}
-
-/// The items of `a` that `b` lacks (both sorted, with repeats).
-fn difference(a: &[String], b: &[String]) -> Vec<String> {
-    let mut b = b.to_vec();
-    a.iter()
-        .filter(|item| match b.iter().position(|x| x == *item) {
-            Some(at) => {
-                b.remove(at);
-                false
-            }
-            None => true,
-        })
-        .cloned()
-        .collect()
-}
-
-/// The terms of `terms` that `msgid` uses and `msgstr` does not render as
-/// the term list says: (English term, the edition's term).
-pub fn terms_missed<'a>(
-    msgid: &str,
-    msgstr: &str,
-    terms: &'a BTreeMap<String, String>,
-) -> Vec<(&'a str, &'a str)> {
-    let english = words(msgid);
-    terms
-        .iter()
-        .filter(|(term, _)| uses_term(&english, term))
-        .filter(|(_, translated)| !msgstr.contains(translated.as_str()))
-        .map(|(term, translated)| (term.as_str(), translated.as_str()))
-        .collect()
-}
-
-/// Whether `text` has `term` as a word of its own (lower case, an `s`
-/// allowed after it): "work queue" is in "the work queues", "controller" is
-/// not in "sample-controller" or "Controller".
-fn uses_term(text: &str, term: &str) -> bool {
-    let word = |c: char| c.is_alphanumeric() || c == '-' || c == '_';
-    text.match_indices(term).any(|(at, _)| {
-        let before = text[..at].chars().next_back();
-        let mut after = text[at + term.len()..].chars();
-        let next = match after.next() {
-            Some('s') => after.next(),
-            other => other,
-        };
-        // `controller.go` is a file name, not the term.
-        let file_name = next == Some('.') && after.next().is_some_and(char::is_alphanumeric);
-        !before.is_some_and(word) && !next.is_some_and(word) && !file_name
-    })
 }
 
 // ---------------------------------------------------------------------------
@@ -595,118 +478,6 @@ fn review(lang: &str, pot: &Catalog, code: &CodeLines) -> Result<Vec<String>> {
     Ok(problems(lang, pot, &po, &config, &cover, code))
 }
 
-/// The rendered half: every page of an edition has the English page's
-/// section ids (links into a page, from the book and from outside, name
-/// them), so a translated heading ends with its English id, `{#id}`; and no
-/// `{#id}` shows as text (a heading's translation used where the same
-/// English is a table cell). A page's title (`h1`) is exempt: its English is
-/// also the sidebar's entry, which shows `{#…}` as it is, and links name
-/// the page, not its title.
-pub fn check_rendered(html: &Path) -> Result<Vec<String>> {
-    let mut failures = Vec::new();
-    for lang in EDITIONS {
-        let edition = html.join(lang);
-        let mut names: Vec<String> = std::fs::read_dir(html)?
-            .filter_map(|e| e.ok()?.file_name().into_string().ok())
-            .filter(|n| n.ends_with(".html") && n != "print.html" && n != "404.html")
-            .collect();
-        names.sort();
-        for name in names {
-            let Ok(text) = std::fs::read_to_string(edition.join(&name)) else {
-                failures.push(format!("{lang}: {name} was not rendered"));
-                continue;
-            };
-            let text = Html::parse_document(&text);
-            let english = Html::parse_document(&std::fs::read_to_string(html.join(&name))?);
-            failures.extend(compare_sections(
-                lang,
-                &name,
-                &heading_ids(&english),
-                &heading_ids(&text),
-            ));
-            if let Some(leak) = shown_heading_id(&text) {
-                failures.push(format!(
-                    "{lang}: {name} shows \"{leak}\" as text: a message that is a heading here \
-                     and something else elsewhere needs its English to carry the id (`## Title {{#id}}`)"
-                ));
-            }
-            let (want, have) = (admonitions(&english), admonitions(&text));
-            if want != have {
-                failures.push(format!(
-                    "{lang}: {name} has {have} admonitions (notes, warnings), the English page {want}: \
-                     a translated `> [!NOTE]` lost its marker (preprocess/alerts.rs puts back the one \
-                     gettext escapes)"
-                ));
-            }
-        }
-    }
-    Ok(failures)
-}
-
-/// The problems of an edition's page that lacks a section id of the
-/// English page: links to that section would land at the page's top. (A
-/// section the edition adds, its term list, breaks nothing.)
-fn compare_sections(
-    lang: &str,
-    name: &str,
-    english: &[(String, String)],
-    translated: &[(String, String)],
-) -> Vec<String> {
-    let new: Vec<&(String, String)> = translated
-        .iter()
-        .filter(|(id, _)| !english.iter().any(|(e, _)| e == id))
-        .collect();
-    english
-        .iter()
-        .filter(|(id, _)| !translated.iter().any(|(t, _)| t == id))
-        .enumerate()
-        .map(|(n, (id, heading))| {
-            let instead = new.get(n).map_or_else(String::new, |(new_id, translated)| {
-                format!(" (the heading \"{translated}\" has the id \"{new_id}\" instead?)")
-            });
-            format!(
-                "{lang}: {name} has no section \"{id}\" (the English heading \"{heading}\"){instead}: \
-                 end the heading's translation with {{#{id}}} so that links to it still work"
-            )
-        })
-        .collect()
-}
-
-/// The `<h2>`…`<h6>` ids of a rendered page, with each heading's text.
-fn heading_ids(page: &Html) -> Vec<(String, String)> {
-    select(page, "h2[id], h3[id], h4[id], h5[id], h6[id]")
-        .into_iter()
-        .map(|h| (h.attr("id").unwrap_or_default().into(), text(h)))
-        .collect()
-}
-
-/// How many admonitions (`> [!NOTE]` and its kin) a rendered page shows.
-fn admonitions(page: &Html) -> usize {
-    select(page, "blockquote.blockquote-tag").len()
-}
-
-/// A `{#id}` the page shows as text, outside code and scripts.
-fn shown_heading_id(page: &Html) -> Option<String> {
-    let code = |node: &scraper::Node| {
-        node.as_element()
-            .is_some_and(|e| matches!(e.name(), "pre" | "code" | "script"))
-    };
-    page.tree
-        .nodes()
-        .filter(|node| !node.ancestors().any(|a| code(a.value())))
-        .filter_map(|node| node.value().as_text())
-        .find_map(|text| {
-            let at = text.find("{#")?;
-            Some(
-                text[at..]
-                    .chars()
-                    .take_while(|&c| c != '}')
-                    .chain(['}'])
-                    .collect(),
-            )
-        })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -934,88 +705,6 @@ mod tests {
     }
 
     #[test]
-    fn a_message_of_only_directives_and_code_has_nothing_to_translate() {
-        assert!(!has_prose(
-            "{{#go main.go:main/BuildConfigFromFlags..exampleClient+1}}"
-        ));
-        assert!(!has_prose("`Foo`, `FooSpec`"));
-        assert!(!has_prose("[`kube::Api`](https://docs.rs/kube)"));
-        assert!(has_prose("Go → Rust"));
-        assert!(has_prose(
-            "{{#figure performance 500 step8 rss}} at 500 Foos"
-        ));
-    }
-
-    #[test]
-    fn a_translation_that_drops_a_directive_a_link_or_a_code_span_says_which() {
-        let english = "Step 8 converged in {{#figure performance 500 step8 converged}} \
-                       ([step 2](step-2.md#the-rust-code)), with `Controller`.";
-        let good = "第 8 步在 {{#figure performance 500 step8 converged}} 内收敛\
-                    （[第 2 步](step-2.md#the-rust-code)），用的是 `Controller`。";
-        assert_eq!(lost_in_translation(english, good), None);
-
-        let no_figure = good.replace("{{#figure performance 500 step8 converged}}", "10 秒");
-        let said = lost_in_translation(english, &no_figure).unwrap();
-        assert!(
-            said.contains("lost directive {{#figure performance 500 step8 converged}}"),
-            "{said}"
-        );
-
-        let other_anchor = good.replace("#the-rust-code", "#rust-代码");
-        let said = lost_in_translation(english, &other_anchor).unwrap();
-        assert!(
-            said.contains("lost link (step-2.md#the-rust-code)"),
-            "{said}"
-        );
-        assert!(
-            said.contains("has link (step-2.md#rust-代码) that the English has not"),
-            "{said}"
-        );
-
-        let translated_code = good.replace("`Controller`", "`控制器`");
-        let said = lost_in_translation(english, &translated_code).unwrap();
-        assert!(said.contains("lost code `Controller`"), "{said}");
-
-        let include = "{{#include ../../steps/step-1/src/main.rs:main}}";
-        assert!(lost_in_translation(include, "").is_some());
-    }
-
-    #[test]
-    fn a_term_is_checked_where_the_english_uses_it_as_a_word() {
-        let terms: BTreeMap<String, String> = [
-            ("controller".to_string(), "控制器".to_string()),
-            ("work queue".to_string(), "工作队列".to_string()),
-        ]
-        .into();
-        assert!(
-            terms_missed(
-                "The controller reads its work queues.",
-                "控制器读取它的工作队列。",
-                &terms
-            )
-            .is_empty()
-        );
-        assert_eq!(
-            terms_missed(
-                "The controller reads its work queue.",
-                "这个程序读取它的工作队列。",
-                &terms
-            ),
-            vec![("controller", "控制器")]
-        );
-        // Names and code are not the term.
-        assert!(
-            terms_missed(
-                "sample-controller, `controller`, Controller, controller.go",
-                "",
-                &terms
-            )
-            .is_empty()
-        );
-        assert_eq!(terms_missed("the controller.", "", &terms).len(), 1);
-    }
-
-    #[test]
     fn the_english_as_its_own_translation_is_refused_where_there_is_prose() {
         let config = EditionConfig::default();
         let text = "The informer keeps a cache of every Foo.";
@@ -1035,68 +724,5 @@ mod tests {
             "{}",
             found[0]
         );
-    }
-
-    #[test]
-    fn a_translated_heading_without_its_english_id_is_named_with_the_id_to_add() {
-        let english = r##"<h1 id="step-1-clients"><a class="header" href="#step-1-clients">Step 1: Clients</a></h1>
-<h2 id="the-rust-code"><a class="header" href="#the-rust-code">The Rust code</a></h2>"##;
-        let kept = r##"<h1 id="第-1-步客户端"><a class="header" href="#第-1-步客户端">第 1 步：客户端</a></h1>
-<h2 id="the-rust-code"><a class="header" href="#the-rust-code">Rust 代码</a></h2>"##;
-        let lost = r##"<h2 id="rust-代码"><a class="header" href="#rust-代码">Rust 代码</a></h2>"##;
-        let ids = |html: &str| heading_ids(&Html::parse_fragment(html));
-        let (english, kept, lost) = (ids(english), ids(kept), ids(lost));
-        assert_eq!(
-            english,
-            vec![("the-rust-code".to_string(), "The Rust code".to_string())]
-        );
-        assert!(compare_sections("zh-CN", "step-1.html", &english, &kept).is_empty());
-        let found = compare_sections("zh-CN", "step-1.html", &english, &lost);
-        assert_eq!(found.len(), 1, "{found:?}");
-        assert!(
-            found[0].contains(
-                "has no section \"the-rust-code\" (the English heading \"The Rust code\")"
-            ),
-            "{}",
-            found[0]
-        );
-        assert!(
-            found[0].contains("\"Rust 代码\" has the id \"rust-代码\" instead"),
-            "{}",
-            found[0]
-        );
-        assert!(
-            found[0].contains("end the heading's translation with {#the-rust-code}"),
-            "{}",
-            found[0]
-        );
-        let added = ids(r##"<h2 id="terms"><a class="header" href="#terms">术语</a></h2>"##);
-        let with_terms: Vec<_> = kept.iter().chain(&added).cloned().collect();
-        assert!(compare_sections("zh-CN", "step-1.html", &english, &with_terms).is_empty());
-    }
-
-    #[test]
-    fn a_heading_id_shown_as_text_is_found_outside_code() {
-        let shown = |html: &str| shown_heading_id(&Html::parse_fragment(html));
-        assert_eq!(
-            shown("<table><tr><td>运行 {#run-it}</td></tr></table>"),
-            Some("{#run-it}".to_string())
-        );
-        assert_eq!(
-            shown("<code>{#include x}</code><pre>{#a}</pre><script>x = '{#b}'</script>"),
-            None
-        );
-        // An attribute is no text a reader sees.
-        assert_eq!(shown(r#"<p title="{#c}">text</p>"#), None);
-    }
-
-    #[test]
-    fn an_admonition_is_a_blockquote_mdbook_marked_and_a_plain_quote_is_not() {
-        let page = Html::parse_fragment(
-            r#"<blockquote class="blockquote-tag blockquote-tag-note"><p>Note</p></blockquote>
-<blockquote><p>[!NOTE] a marker a translation escaped</p></blockquote>
-<pre><code>&lt;blockquote class="blockquote-tag "&gt;</code></pre>"#,
-        );
-        assert_eq!(admonitions(&page), 1);
     }
 }
