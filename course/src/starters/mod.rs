@@ -280,7 +280,10 @@ fn generate_as(spec: &Spec, root: &Path, filled: bool) -> Result<String> {
                     .with_context(|| format!("step {}: {path} has no `fn {name}`", spec.step))?;
                 code.push('\n');
                 if filled {
-                    code.push_str(&source[item.whole]);
+                    // The reference's function in the gap's place: its
+                    // signature and body, as the learner writes them (its
+                    // docs and attributes stay the reference's).
+                    code.push_str(&source[item.signature.start..item.whole.end]);
                 } else {
                     code.push_str(&gap_text(&source[item.signature.clone()], doc, todo));
                 }
