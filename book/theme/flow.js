@@ -1,5 +1,5 @@
 // The flow view: what a step does, drawn lane by lane from the flow of the
-// JSON log it writes with SAMPLE_CONTROLLER_LOG_JSON (course/src/flow.rs
+// JSON log it writes with SAMPLE_CONTROLLER_LOG_JSON (course/src/flow/mod.rs
 // lists the lanes and fields).
 //
 // One script for both uses, no dependencies, no build step:
@@ -28,7 +28,7 @@
     " (quiet spells shortened)": "（安静的时段已缩短）",
     "disconnected: is cargo xtask watch still running?": "已断开：cargo xtask watch 还在运行吗？",
     "no recording named ": "没有这个名字的录制：",
-    // A note a recording carries (course/src/flow.rs SCHEDULER_NOTE; an
+    // A note a recording carries (course/src/flow/mod.rs SCHEDULER_NOTE; an
     // xtask test fails when the English changes and this does not).
     "The queue is kube-runtime's scheduler (its applier; step 8: the Controller around it), which exposes nothing of itself: a key's add is when it reaches the scheduler, its take when its sync starts; merges, holds and delays in between are inferred from both ends":
       "这里的队列是 kube-runtime 的调度器（它的 applier；第 8 步：外面再包一层 Controller），它不暴露自身的任何状态：键的加入时刻是它到达调度器之时，取出时刻是它的同步开始之时；其间的合并、保留和延迟都是由这两端推断出来的",

@@ -27,7 +27,7 @@
 //!   missing tool is an error that names its install command ([`tools`]).
 //!
 //! One job a file: `tools.rs` (the pinned mdBook tools and Chromium),
-//! `check.rs`, `runit.rs`, `fresh.rs`, `outputs.rs` (the list of captures),
+//! `check.rs`, `links.rs` (the rendered pages' links and anchors), `runit.rs`, `fresh.rs`, `outputs.rs` (the list of captures),
 //! `capture.rs` (what the capture scenarios share: writing the files, the
 //! transcript of a step run), `scenarios/` (one capture a file of
 //! `book/src/outputs/`; a step chapter's is in the step's folder,
@@ -47,6 +47,7 @@ mod fresh;
 pub mod gosource;
 pub mod html;
 pub mod i18n;
+mod links;
 pub mod markdown;
 mod outputs;
 mod preprocess;

@@ -249,7 +249,7 @@ fn by_pattern(text: &str, key: &str) -> Result<String> {
     })
 }
 
-/// Every figure of a flow recording (course/src/flow.rs has its fields), by key.
+/// Every figure of a flow recording (course/src/flow/mod.rs has its fields), by key.
 fn flow_figures(text: &str) -> BTreeMap<String, String> {
     use serde_json::Value;
     let lines: Vec<serde_json::Map<String, Value>> = text

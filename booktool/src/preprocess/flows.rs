@@ -2,7 +2,7 @@
 //! the flow view (book/theme/flow.js, the view `cargo xtask watch` serves
 //! live). The recording is `book/src/outputs/flow/NAME.jsonl`, the flow of
 //! the JSON log the step wrote with `SAMPLE_CONTROLLER_LOG_JSON` set
-//! (course/src/flow.rs); it is written into the page, so the book plays it from a file:// URL too, without a
+//! (course/src/flow/mod.rs); it is written into the page, so the book plays it from a file:// URL too, without a
 //! request.
 //!
 //! A missing recording or a line that is not a JSON object fails the build
