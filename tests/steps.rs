@@ -115,7 +115,7 @@ async fn passes_its_check(step: u8) {
 }
 
 /// Steps 1-6 stop at a missing permission; step 7 warns and retries
-/// instead (tests/faults.rs, fault 9).
+/// instead (tests/faults/, fault 9).
 async fn step_6_without_rbac_names_every_missing_permission_and_exits() {
     let (cp, client) = cluster().await;
     let ns = namespace(&client, "rbac").await;

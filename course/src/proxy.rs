@@ -9,7 +9,7 @@
 //! the others ([`Action::Lag`]), or end every watch the way the API server
 //! ends one it can no longer serve ([`Action::Expire`]).
 //!
-//! The fault suite (`tests/faults.rs`) and step 8's check
+//! The fault suite (`tests/faults/`) and step 8's check
 //! ([`crate::checks`]) both use it.
 
 use std::path::{Path, PathBuf};

@@ -507,7 +507,7 @@ async fn behind_a_lag(
     Ok((proxy, p))
 }
 
-/// Fault 12 of `tests/faults.rs`, made certain: with the Foo watch behind,
+/// Fault 12 of `tests/faults/`, made certain: with the Foo watch behind,
 /// the Deployment watch reports the garbage collector's delete of a deleted
 /// Foo's Deployment while the Foo is still in the program's cache. A program
 /// that creates a missing Deployment without proving first that its Foo

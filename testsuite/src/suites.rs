@@ -41,7 +41,7 @@ pub async fn test() -> Result<()> {
     let built = beside.finish();
     tested?;
     built?;
-    println!("==> The fault suite (tests/faults.rs, run above)");
+    println!("==> The fault suite (tests/faults/, run above)");
     print_fault_report()?;
     println!("==> cargo xtask oldest (every step against the oldest Kubernetes the README claims)");
     oldest::oldest()?;

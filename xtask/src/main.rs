@@ -55,7 +55,7 @@ enum Command {
     /// Only the check of every step against the oldest Kubernetes the course claims
     /// (versions.toml's `oldest_kubernetes`; its servers are built once, ~4.5 minutes on 2 cores).
     Oldest,
-    /// Only the fault suite (tests/faults.rs): steps 7 and 8 on the local control plane while things
+    /// Only the fault suite (tests/faults/): steps 7 and 8 on the local control plane while things
     /// go wrong; prints one line per fault with what was checked.
     Faults,
     /// Measure Rust steps 7 and 8 against the Go original and a bare client (takes about half an hour).

@@ -517,7 +517,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_foo_deleted_since_the_cache_saw_it_gets_no_deployment() {
-        // Fault 12 of tests/faults.rs: the Foo watch lags, the garbage
+        // Fault 12 of tests/faults/: the Foo watch lags, the garbage
         // collector has deleted the deleted Foo's Deployment, and that
         // delete triggers the Foo still in the cache.
         let mut foo = foo("test", Some(1));
