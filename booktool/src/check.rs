@@ -32,23 +32,7 @@ pub fn check() -> Result<()> {
     };
 
     println!("==> book check: sources");
-    let pages = markdown_pages(&src)?;
-    failures.extend(check_includes(&pages)?);
-    failures.extend(check_excerpts_are_lessons(&pages));
-    failures.extend(check_step_chapters(&src)?);
-    failures.extend(check_table_code(&src)?);
-    failures.extend(super::runit::check_run_it(&src)?);
-    failures.extend(check_go_links(&pages));
-    failures.extend(check_repository_paths(&repository_files()?, &pages));
-    let prose: Vec<(PathBuf, String)> = pages
-        .iter()
-        .map(|(page, text)| (page.clone(), text.clone()))
-        .collect();
-    failures.extend(super::typed::check(&prose));
-    failures.extend(super::solutions::check(&prose)?);
-    failures.extend(check_summary(&src, &pages)?);
-    println!("==> book check: Go excerpts and Go links resolved against the pinned Go modules");
-    failures.extend(crate::gosource::check(&pages)?);
+    failures.extend(check_sources(&src)?);
 
     println!("==> book check: tools");
     let tools = require_tools(&[MDBOOK, MDBOOK_MERMAID, MDBOOK_I18N_HELPERS], true)
@@ -72,15 +56,46 @@ pub fn check() -> Result<()> {
     failures.extend(super::i18n::check_rendered(&book.join("book"))?);
 
     println!("==> book check: every page in headless Chromium (diagrams, console, Go panes)");
-    failures.extend(crate::chromium::check_pages(
-        &book.join("book"),
-        &course::workspace::repo_root().join("target/book-screenshots"),
-    )?);
+    failures.extend(check_in_chromium(&book.join("book"))?);
+    fail(&failures)?;
+    println!("book check: all good");
+    Ok(())
+}
+
+/// The checks of the book's sources in `src`: includes, excerpts, step
+/// chapters, tables, "Run it" blocks, Go links, repository paths, typed
+/// figures, the workshop's folded answers, SUMMARY.md, and the Go source.
+fn check_sources(src: &Path) -> Result<Vec<String>> {
+    let mut failures = Vec::new();
+    let pages = markdown_pages(src)?;
+    failures.extend(check_includes(&pages)?);
+    failures.extend(check_excerpts_are_lessons(&pages));
+    failures.extend(check_step_chapters(src)?);
+    failures.extend(check_table_code(src)?);
+    failures.extend(super::runit::check_run_it(src)?);
+    failures.extend(check_go_links(&pages));
+    failures.extend(check_repository_paths(&repository_files()?, &pages));
+    let prose: Vec<(PathBuf, String)> = pages
+        .iter()
+        .map(|(page, text)| (page.clone(), text.clone()))
+        .collect();
+    failures.extend(super::typed::check(&prose));
+    failures.extend(super::solutions::check(&prose)?);
+    failures.extend(check_summary(src, &pages)?);
+    println!("==> book check: Go excerpts and Go links resolved against the pinned Go modules");
+    failures.extend(crate::gosource::check(&pages)?);
+    Ok(failures)
+}
+
+/// Every rendered page of `html` (the English edition, then each
+/// translated one) in headless Chromium, with screenshots in
+/// target/book-screenshots/; and each edition's search, term by term.
+fn check_in_chromium(html: &Path) -> Result<Vec<String>> {
+    let screenshots = course::workspace::repo_root().join("target/book-screenshots");
+    let mut failures = crate::chromium::check_pages(html, &screenshots)?;
     for lang in super::i18n::EDITIONS {
-        let edition = book.join("book").join(lang);
-        let screenshots = course::workspace::repo_root()
-            .join("target/book-screenshots")
-            .join(lang);
+        let edition = html.join(lang);
+        let screenshots = screenshots.join(lang);
         failures.extend(crate::chromium::check_pages(&edition, &screenshots)?);
         println!("==> book check: the {lang} edition's search finds each term of its term list");
         let config = super::i18n::edition_config(lang)?;
@@ -96,9 +111,7 @@ pub fn check() -> Result<()> {
             &screenshots,
         )?);
     }
-    fail(&failures)?;
-    println!("book check: all good");
-    Ok(())
+    Ok(failures)
 }
 
 /// Every `.md` file under `dir`, with its text.

@@ -92,62 +92,13 @@ pub fn check_pages(html: &Path, screenshots: &Path) -> Result<Vec<String>> {
         .collect();
     pages.sort();
     ensure!(!pages.is_empty(), "no pages in {}", html.display());
-
     let mut jobs = Vec::new();
     for page in &pages {
-        let stem = page.file_stem().unwrap_or_default().to_string_lossy();
-        jobs.push(Job {
-            page: page.clone(),
-            suffix: String::new(),
-            framed: false,
-            screenshot: screenshots.join(format!("{stem}.png")),
-        });
-        // print.html repeats every chapter: its Go side adds nothing.
-        let html = Html::parse_document(&std::fs::read_to_string(page)?);
-        if let Some(id) =
-            first_id(&html, "div.gosource-tabs, div.gosource-single").filter(|_| stem != "print")
-        {
-            jobs.push(Job {
-                page: page.clone(),
-                suffix: format!("?gosource=go#{id}"),
-                framed: true,
-                screenshot: screenshots.join(format!("{stem}-go.png")),
-            });
-        }
-        if let Some(id) = first_id(&html, "div.flow-view").filter(|_| stem != "print") {
-            jobs.push(Job {
-                page: page.clone(),
-                suffix: format!("?flow#{id}"),
-                framed: true,
-                screenshot: screenshots.join(format!("{stem}-flow.png")),
-            });
-        }
+        jobs.extend(jobs_of(page, screenshots)?);
     }
     let count = jobs.len();
-    let queue = Mutex::new(jobs);
-    let results = Mutex::new(Vec::new());
-    std::thread::scope(|scope| {
-        for worker in 0..2 {
-            let (queue, results) = (&queue, &results);
-            scope.spawn(move || {
-                loop {
-                    let Some(job) = queue.lock().unwrap_or_else(|e| e.into_inner()).pop() else {
-                        break;
-                    };
-                    let rendered = render(&job, worker);
-                    results
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .push((job, rendered));
-                }
-            });
-        }
-    });
-    let mut results = results.into_inner().unwrap_or_else(|e| e.into_inner());
-    results.sort_by(|a, b| (&a.0.page, &a.0.suffix).cmp(&(&b.0.page, &b.0.suffix)));
-
     let mut failures = Vec::new();
-    for (job, rendered) in results {
+    for (job, rendered) in render_all(jobs) {
         let name = format!(
             "{}{}",
             job.page.file_name().unwrap_or_default().to_string_lossy(),
@@ -176,6 +127,65 @@ pub fn check_pages(html: &Path, screenshots: &Path) -> Result<Vec<String>> {
         screenshots.display()
     );
     Ok(failures)
+}
+
+/// The renderings of `page`: the page itself, and, scrolled to the first of
+/// each, its Go tabs shown and its first flow replay (not for print.html,
+/// which repeats every chapter).
+fn jobs_of(page: &Path, screenshots: &Path) -> Result<Vec<Job>> {
+    let stem = page.file_stem().unwrap_or_default().to_string_lossy();
+    let mut jobs = vec![Job {
+        page: page.to_path_buf(),
+        suffix: String::new(),
+        framed: false,
+        screenshot: screenshots.join(format!("{stem}.png")),
+    }];
+    let html = Html::parse_document(&std::fs::read_to_string(page)?);
+    let scrolled = [
+        (
+            "div.gosource-tabs, div.gosource-single",
+            "?gosource=go",
+            "go",
+        ),
+        ("div.flow-view", "?flow", "flow"),
+    ];
+    for (selector, query, name) in scrolled {
+        if let Some(id) = first_id(&html, selector).filter(|_| stem != "print") {
+            jobs.push(Job {
+                page: page.to_path_buf(),
+                suffix: format!("{query}#{id}"),
+                framed: true,
+                screenshot: screenshots.join(format!("{stem}-{name}.png")),
+            });
+        }
+    }
+    Ok(jobs)
+}
+
+/// Every job rendered, two Chromiums at a time, in the order of their pages.
+fn render_all(jobs: Vec<Job>) -> Vec<(Job, Result<Rendered>)> {
+    let queue = Mutex::new(jobs);
+    let results = Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for worker in 0..2 {
+            let (queue, results) = (&queue, &results);
+            scope.spawn(move || {
+                loop {
+                    let Some(job) = queue.lock().unwrap_or_else(|e| e.into_inner()).pop() else {
+                        break;
+                    };
+                    let rendered = render(&job, worker);
+                    results
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .push((job, rendered));
+                }
+            });
+        }
+    });
+    let mut results = results.into_inner().unwrap_or_else(|e| e.into_inner());
+    results.sort_by(|a, b| (&a.0.page, &a.0.suffix).cmp(&(&b.0.page, &b.0.suffix)));
+    results
 }
 
 /// Searches an edition for each of `terms` in headless Chromium, as a reader

@@ -275,27 +275,7 @@ impl Flow {
         }
         let debug = record.fields.get("level").and_then(Value::as_str) == Some("DEBUG");
         match record.own_fields().as_slice() {
-            ["event", "object", "resource", "resource_version"] => {
-                let (what, resource, key) = (
-                    record.text("event"),
-                    record.text("resource"),
-                    record.text("object"),
-                );
-                out.line(
-                    "watch",
-                    &what,
-                    &[
-                        ("resource", resource.as_str().into()),
-                        ("key", key.as_str().into()),
-                        ("rv", record.text("resource_version").into()),
-                    ],
-                );
-                // kube's Controller triggers every Foo applied.
-                if record.module() == "caches" && resource == "foos" && what == "apply" {
-                    out.decided("foos", &key, Ok(&key));
-                    self.added(&key, out);
-                }
-            }
+            ["event", "object", "resource", "resource_version"] => self.watched(record, out),
             ["resource"] if debug => {
                 out.line(
                     "watch",
@@ -303,23 +283,7 @@ impl Flow {
                     &[("resource", record.text("resource").into())],
                 );
             }
-            ["deployment", "foos"] => {
-                // kube's `owns` triggers each Foo among the owners.
-                let deployment = record.text("deployment");
-                let namespace = deployment.split_once('/').map(|(ns, _)| ns);
-                let foos = debug_strings(&record.text("foos"));
-                if foos.is_empty() {
-                    out.decided("deployments", &deployment, Err("no Foo among its owners"));
-                }
-                for foo in foos {
-                    let key = match namespace {
-                        Some(ns) => format!("{ns}/{foo}"),
-                        None => foo,
-                    };
-                    out.decided("deployments", &deployment, Ok(&key));
-                    self.added(&key, out);
-                }
-            }
+            ["deployment", "foos"] => self.owners_triggered(record, out),
             ["deployment"] if debug => out.decided(
                 "deployments",
                 &record.text("deployment"),
@@ -339,6 +303,48 @@ impl Flow {
                 ],
             ),
             _ => {}
+        }
+    }
+
+    /// A watch event, as the step's informer (or step 8's caches) logs it;
+    /// in step 8 a Foo applied is also kube's Controller triggering it.
+    fn watched(&mut self, record: &Record<'_>, out: &mut Lines) {
+        let (what, resource, key) = (
+            record.text("event"),
+            record.text("resource"),
+            record.text("object"),
+        );
+        out.line(
+            "watch",
+            &what,
+            &[
+                ("resource", resource.as_str().into()),
+                ("key", key.as_str().into()),
+                ("rv", record.text("resource_version").into()),
+            ],
+        );
+        if record.module() == "caches" && resource == "foos" && what == "apply" {
+            out.decided("foos", &key, Ok(&key));
+            self.added(&key, out);
+        }
+    }
+
+    /// Step 8's relevant Deployment change: kube's `owns` triggers each Foo
+    /// among its owners (none: the change concerns no Foo).
+    fn owners_triggered(&mut self, record: &Record<'_>, out: &mut Lines) {
+        let deployment = record.text("deployment");
+        let namespace = deployment.split_once('/').map(|(ns, _)| ns);
+        let foos = debug_strings(&record.text("foos"));
+        if foos.is_empty() {
+            out.decided("deployments", &deployment, Err("no Foo among its owners"));
+        }
+        for foo in foos {
+            let key = match namespace {
+                Some(ns) => format!("{ns}/{foo}"),
+                None => foo,
+            };
+            out.decided("deployments", &deployment, Ok(&key));
+            self.added(&key, out);
         }
     }
 
