@@ -37,9 +37,29 @@ pub async fn prepare() -> Result<()> {
     println!(
         "==> 3/6 Every binary, example, workshop starter and test: cargo build --workspace --all-targets (first time: several minutes)"
     );
+    build_workspace()?;
+    timings.push(("workspace built", t.elapsed()));
+
+    let t = Instant::now();
+    println!("==> 4/6 Go's sample-controller source, for the book's Go tabs");
+    match booktool::gosource::module_dir() {
+        Ok(dir) => println!("    {}", dir.display()),
+        // The book can be read without it; say so rather than fail.
+        Err(err) => eprintln!("    warning: the book's Go tabs will not build offline: {err:#}"),
+    }
+    timings.push(("Go source for the book", t.elapsed()));
+
+    one_check(&mut timings).await?;
+
+    say_ready(started.elapsed(), &timings);
+    Ok(())
+}
+
+/// Every binary, example, workshop starter and test, and what `cargo xtask
+/// check` builds (features as for xtask), so that the first check on the
+/// day compiles only the learner's own file.
+fn build_workspace() -> Result<()> {
     cargo(&["build", "--workspace", "--all-targets", "--locked"])?;
-    // What `cargo xtask check` builds (features as for xtask), so the first
-    // check on the day compiles only the learner's own file.
     cargo(&[
         "build", "-p", "workshop", "-p", "xtask", "--bins", "--locked",
     ])?;
@@ -54,17 +74,12 @@ pub async fn prepare() -> Result<()> {
         "--bins",
         "--locked",
     ])?;
-    timings.push(("workspace built", t.elapsed()));
+    Ok(())
+}
 
-    let t = Instant::now();
-    println!("==> 4/6 Go's sample-controller source, for the book's Go tabs");
-    match booktool::gosource::module_dir() {
-        Ok(dir) => println!("    {}", dir.display()),
-        // The book can be read without it; say so rather than fail.
-        Err(err) => eprintln!("    warning: the book's Go tabs will not build offline: {err:#}"),
-    }
-    timings.push(("Go source for the book", t.elapsed()));
-
+/// Starts the control plane once and runs step 2's check (the project's
+/// own step) against it, then stops it.
+async fn one_check(timings: &mut Vec<(&str, Duration)>) -> Result<()> {
     let t = Instant::now();
     println!("==> 5/6 Starting the control plane once");
     let cp = ControlPlane::start(Options::default()).await?;
@@ -90,12 +105,13 @@ pub async fn prepare() -> Result<()> {
         );
     }
     timings.push(("check run, control plane stopped", t.elapsed()));
+    Ok(())
+}
 
-    println!(
-        "\nReady for the workshop: {:.0?} in all.",
-        started.elapsed()
-    );
-    for (what, took) in &timings {
+/// What took how long, and what to do offline and on the day.
+fn say_ready(took: Duration, timings: &[(&str, Duration)]) {
+    println!("\nReady for the workshop: {:.0?} in all.", took);
+    for (what, took) in timings {
         println!("  {what:<34} {:>6.1} s", took.as_secs_f64());
     }
     println!(
@@ -115,7 +131,6 @@ pub async fn prepare() -> Result<()> {
             booktool::tools::MDBOOK_I18N_HELPERS.install_line(),
         );
     }
-    Ok(())
 }
 
 /// Runs `cargo args…` in the repository; fails if it does.

@@ -180,12 +180,25 @@ pub fn manual_instructions(missing: &[SystemNeed]) -> String {
     text
 }
 
-/// Sets up everything `cargo xtask test` needs, saying what it installs.
+/// Sets up everything `cargo xtask test` needs, saying what it installs:
+/// system packages first (without the right to install them, it stops
+/// now), then Rust's musl target, then the book's tools.
 pub fn ensure_test_prerequisites() -> Result<()> {
     let started = Instant::now();
-    let mut installed_anything = false;
+    let system = install_system_packages()?;
+    let musl = install_musl_target()?;
+    let tools = install_book_tools()?;
+    if system || musl || tools {
+        println!(
+            "==> Set up in {:.0} s; the next `cargo xtask test` skips all of this",
+            started.elapsed().as_secs_f64()
+        );
+    }
+    Ok(())
+}
 
-    // 1. System packages first: without the right to install them, stop now.
+/// Installs the system packages that are missing; whether it installed any.
+fn install_system_packages() -> Result<bool> {
     let mut missing = Vec::new();
     if chromium().is_none() {
         missing.push(SystemNeed::Chromium);
@@ -196,85 +209,86 @@ pub fn ensure_test_prerequisites() -> Result<()> {
     if cfg!(target_os = "linux") && !cjk_font_installed() {
         missing.push(SystemNeed::CjkFont);
     }
-    if !missing.is_empty() {
-        let manager = package_manager();
-        let privilege = privilege();
-        let commands = manager.and_then(|m| install_commands(&missing, m, privilege));
-        let Some(commands) = commands else {
-            bail!("{}", manual_instructions(&missing));
-        };
-        let names: Vec<&str> = missing.iter().map(|n| n.what()).collect();
-        println!(
-            "==> Installing system packages: {} (the first time: 1-3 minutes)",
-            names.join("; ")
-        );
-        for argv in commands {
-            println!("    $ {}", argv.join(" "));
-            let status = Command::new(&argv[0])
-                .args(&argv[1..])
-                .stdin(Stdio::null())
-                .status()
-                .with_context(|| format!("running {}", argv[0]))?;
-            ensure!(
-                status.success(),
-                "`{}` failed ({status}); install the packages by hand:\n{}",
-                argv.join(" "),
-                manual_instructions(&missing)
-            );
-        }
+    if missing.is_empty() {
+        return Ok(false);
+    }
+    let manager = package_manager();
+    let privilege = privilege();
+    let commands = manager.and_then(|m| install_commands(&missing, m, privilege));
+    let Some(commands) = commands else {
+        bail!("{}", manual_instructions(&missing));
+    };
+    let names: Vec<&str> = missing.iter().map(|n| n.what()).collect();
+    println!(
+        "==> Installing system packages: {} (the first time: 1-3 minutes)",
+        names.join("; ")
+    );
+    for argv in commands {
+        println!("    $ {}", argv.join(" "));
+        let status = Command::new(&argv[0])
+            .args(&argv[1..])
+            .stdin(Stdio::null())
+            .status()
+            .with_context(|| format!("running {}", argv[0]))?;
         ensure!(
-            chromium().is_some() || !missing.contains(&SystemNeed::Chromium),
-            "Chromium was installed but neither chromium nor chromium-browser is on PATH"
+            status.success(),
+            "`{}` failed ({status}); install the packages by hand:\n{}",
+            argv.join(" "),
+            manual_instructions(&missing)
         );
-        installed_anything = true;
     }
+    ensure!(
+        chromium().is_some() || !missing.contains(&SystemNeed::Chromium),
+        "Chromium was installed but neither chromium nor chromium-browser is on PATH"
+    );
+    Ok(true)
+}
 
-    // 2. Rust's musl target (a download of about 40 MB).
-    if cfg!(target_os = "linux") && !musl_target_installed()? {
-        println!("==> rustup target add {MUSL_TARGET} (the first time: under a minute)");
-        run(Command::new("rustup").args(["target", "add", MUSL_TARGET]))?;
-        installed_anything = true;
+/// Adds Rust's musl target (a download of about 40 MB) if it is missing;
+/// whether it did.
+fn install_musl_target() -> Result<bool> {
+    if !cfg!(target_os = "linux") || musl_target_installed()? {
+        return Ok(false);
     }
+    println!("==> rustup target add {MUSL_TARGET} (the first time: under a minute)");
+    run(Command::new("rustup").args(["target", "add", MUSL_TARGET]))?;
+    Ok(true)
+}
 
-    // 3. The book's tools, each only when missing or of another version.
+/// Installs each book tool missing or of another version; whether it
+/// installed any.
+fn install_book_tools() -> Result<bool> {
     let wanted: Vec<BookTool> = BOOK_TOOLS
         .into_iter()
         .filter(|tool| installed_version(tool).as_deref() != Some(tool.version))
         .collect();
-    if !wanted.is_empty() {
-        let names: Vec<String> = wanted
-            .iter()
-            .map(|t| format!("{} {}", t.name, t.version))
-            .collect();
-        println!(
-            "==> Installing the book's tools: {} (cargo install; the first time: about 2 minutes on 2 cores)",
-            names.join(", ")
-        );
-        for tool in &wanted {
-            let cargo =
-                course::cargo::command(&course::workspace::repo_root(), &tool.install_args());
-            println!("    $ {cargo}");
-            run(&mut cargo.std())?;
-            let found = installed_version(tool);
-            ensure!(
-                found.as_deref() == Some(tool.version),
-                "{} {} was installed, but the version on PATH is {:?}: is cargo's bin directory ({}) on PATH, before any other {}?",
-                tool.name,
-                tool.version,
-                found,
-                cargo_bin().display(),
-                tool.name
-            );
-        }
-        installed_anything = true;
+    if wanted.is_empty() {
+        return Ok(false);
     }
-    if installed_anything {
-        println!(
-            "==> Set up in {:.0} s; the next `cargo xtask test` skips all of this",
-            started.elapsed().as_secs_f64()
+    let names: Vec<String> = wanted
+        .iter()
+        .map(|t| format!("{} {}", t.name, t.version))
+        .collect();
+    println!(
+        "==> Installing the book's tools: {} (cargo install; the first time: about 2 minutes on 2 cores)",
+        names.join(", ")
+    );
+    for tool in &wanted {
+        let cargo = course::cargo::command(&course::workspace::repo_root(), &tool.install_args());
+        println!("    $ {cargo}");
+        run(&mut cargo.std())?;
+        let found = installed_version(tool);
+        ensure!(
+            found.as_deref() == Some(tool.version),
+            "{} {} was installed, but the version on PATH is {:?}: is cargo's bin directory ({}) on PATH, before any other {}?",
+            tool.name,
+            tool.version,
+            found,
+            cargo_bin().display(),
+            tool.name
         );
     }
-    Ok(())
+    Ok(true)
 }
 
 /// Whether fontconfig knows a font with Chinese glyphs (macOS ships them).
