@@ -61,9 +61,36 @@ pub fn bump(args: BumpArgs) -> Result<()> {
 
     let root = course::workspace::repo_root();
     let etcd_from = testcluster::binaries::ETCD_VERSION;
+    move_modules(&root, &to, args.etcd.as_deref())?;
+    move_openapi_features(&root, &from, &to)?;
+    let mut moves = vec![
+        (from.staging.clone(), to.staging.clone()),
+        (from.kubernetes.clone(), to.kubernetes.clone()),
+    ];
+    if let Some(etcd) = &args.etcd {
+        moves.push((
+            format!("v{etcd_from}"),
+            format!("v{}", etcd.trim_start_matches('v')),
+        ));
+    }
+    move_versions(&root, &moves)?;
+    println!(
+        "==> Next: cargo build (k8s-openapi's types may have changed), cargo xtask test \
+         (builds the {} control plane), cargo test -p testcluster --test versions (what still \
+         names {}), cargo xtask book outputs (the captures), and re-read the {} passages above",
+        to.kubernetes,
+        from.kubernetes,
+        changed.len()
+    );
+    Ok(())
+}
+
+/// versions.toml and the Go wrapper modules moved to `to` (and etcd to
+/// `etcd`, if given).
+fn move_modules(root: &Path, to: &Release, etcd: Option<&str>) -> Result<()> {
     println!("==> versions.toml");
     set_version(&root.join("versions.toml"), "kubernetes", &to.kubernetes)?;
-    if let Some(etcd) = &args.etcd {
+    if let Some(etcd) = etcd {
         set_version(&root.join("versions.toml"), "etcd", etcd)?;
     }
 
@@ -71,7 +98,7 @@ pub fn bump(args: BumpArgs) -> Result<()> {
         "==> controlplane/kubernetes: k8s.io/kubernetes {}",
         to.kubernetes
     );
-    kubernetes_module(&root.join("controlplane/kubernetes"), &to)?;
+    kubernetes_module(&root.join("controlplane/kubernetes"), to)?;
     println!(
         "==> controlplane/sample-controller: k8s.io/sample-controller {}",
         to.staging
@@ -84,7 +111,7 @@ pub fn bump(args: BumpArgs) -> Result<()> {
         &root.join("controlplane/sample-controller"),
         &["mod", "tidy"],
     )?;
-    if let Some(etcd) = &args.etcd {
+    if let Some(etcd) = etcd {
         println!("==> controlplane/etcd: go.etcd.io/etcd/server/v3 v{etcd}");
         let etcd_dir = root.join("controlplane/etcd");
         go(
@@ -94,14 +121,20 @@ pub fn bump(args: BumpArgs) -> Result<()> {
         go(&etcd_dir, &["mod", "tidy"])?;
     }
 
+    Ok(())
+}
+
+/// The k8s-openapi feature (`v1_MINOR`) of every manifest, moved from
+/// `from`'s to `to`'s when the minor changes.
+fn move_openapi_features(root: &Path, from: &Release, to: &Release) -> Result<()> {
     let feature = |release: &Release| {
         let minor = release.staging.trim_start_matches("v0.");
         format!("v1_{}", minor.split('.').next().unwrap_or_default())
     };
-    let (old_feature, new_feature) = (feature(&from), feature(&to));
+    let (old_feature, new_feature) = (feature(from), feature(to));
     if old_feature != new_feature {
         println!("==> k8s-openapi feature {old_feature} -> {new_feature}");
-        for manifest in pinned_files(&root)?
+        for manifest in pinned_files(root)?
             .into_iter()
             .filter(|f| f.ends_with("Cargo.toml"))
         {
@@ -115,20 +148,16 @@ pub fn bump(args: BumpArgs) -> Result<()> {
             }
         }
     }
+    Ok(())
+}
+
+/// Every other file that names an old version of `moves` (not the
+/// captures: they are re-run).
+fn move_versions(root: &Path, moves: &[(String, String)]) -> Result<()> {
     println!(
         "==> Every other file that names the old versions (not the captures: they are re-run)"
     );
-    let mut moves = vec![
-        (from.staging.clone(), to.staging.clone()),
-        (from.kubernetes.clone(), to.kubernetes.clone()),
-    ];
-    if let Some(etcd) = &args.etcd {
-        moves.push((
-            format!("v{etcd_from}"),
-            format!("v{}", etcd.trim_start_matches('v')),
-        ));
-    }
-    for file in pinned_files(&root)? {
+    for file in pinned_files(root)? {
         let path = root.join(&file);
         let Ok(text) = std::fs::read_to_string(&path) else {
             continue;
@@ -141,14 +170,6 @@ pub fn bump(args: BumpArgs) -> Result<()> {
             println!("    {file}");
         }
     }
-    println!(
-        "==> Next: cargo build (k8s-openapi's types may have changed), cargo xtask test \
-         (builds the {} control plane), cargo test -p testcluster --test versions (what still \
-         names {}), cargo xtask book outputs (the captures), and re-read the {} passages above",
-        to.kubernetes,
-        from.kubernetes,
-        changed.len()
-    );
     Ok(())
 }
 
