@@ -102,107 +102,118 @@ fn registry() {
         .unwrap_or_else(|err| panic!("reading {}: {err}", steps.display()));
     for entry in entries {
         let folder = entry.expect("a directory entry").path();
-        let name = folder
-            .file_name()
-            .unwrap_or_default()
-            .to_string_lossy()
-            .into_owned();
-        let Some(number) = name.strip_prefix("step-").filter(|_| folder.is_dir()) else {
-            continue;
-        };
-        let number: u8 = number
-            .parse()
-            .unwrap_or_else(|_| panic!("{}: a step folder is steps/step-N", folder.display()));
-        let path = folder.join("step.toml");
-        println!("cargo::rerun-if-changed={}", path.display());
-        let text = std::fs::read_to_string(&path).unwrap_or_else(|err| {
-            panic!(
-                "{}: a step folder needs its step.toml: {err}",
-                path.display()
-            )
-        });
-        let step: StepToml =
-            toml::from_str(&text).unwrap_or_else(|err| panic!("{}: {err}", path.display()));
-        let manifest_path = folder.join("Cargo.toml");
-        println!("cargo::rerun-if-changed={}", manifest_path.display());
-        let manifest: Manifest = std::fs::read_to_string(&manifest_path)
-            .map_err(|err| err.to_string())
-            .and_then(|text| toml::from_str(&text).map_err(|err| err.to_string()))
-            .unwrap_or_else(|err| {
-                panic!(
-                    "{}: a step folder is a package: {err}",
-                    manifest_path.display()
-                )
-            });
-        let bin = manifest
-            .bin
-            .iter()
-            .find(|bin| bin.name == name)
-            .unwrap_or_else(|| panic!("{}: no [[bin]] named {name}", manifest_path.display()));
-        let source = format!("steps/{name}/{}", bin.path);
-        let starter = folder.join("starter.rs").is_file();
-        found.insert(
-            number,
-            Found {
-                package: manifest.package.name,
-                source,
-                step,
-                starter,
-            },
-        );
+        if let Some((number, step)) = step_folder(&folder) {
+            found.insert(number, step);
+        }
     }
     let mut out = String::from(
         "/// Every step, in order: one per `steps/step-N/step.toml`.\npub const STEPS: &[Step] = &[\n",
     );
     for (number, found) in &found {
-        let Found {
-            package,
-            source,
-            step,
-            ..
-        } = found;
-        let starter = if found.starter {
-            format!(
-                "Some(Starter {{ file: \"workshop/step-{number}.rs\", binary: \"workshop-step-{number}\" }})"
-            )
-        } else {
-            "None".into()
-        };
-        let flow = if step.flow.is_empty() {
-            "None".into()
-        } else {
-            format!("Some(\"step-{number}\")")
-        };
-        let shows: Vec<(&str, &str)> = step
-            .flow
-            .iter()
-            .map(|line| (line.shape.as_str(), line.shows.as_str()))
-            .collect();
-        let races: Vec<(&str, &str)> = step
-            .race
-            .iter()
-            .map(|race| (race.shape.as_str(), race.why.as_str()))
-            .collect();
-        let mut branches = String::from("&[");
-        for b in &step.branch {
-            branches.push_str(&format!(
-                "\n            Branch {{ go: {:?}, check: {:?}, wrong: {:?}, mistake: {:?}, \
-                 fix: {:?}, rust: {:?}, unchecked: {:?} }},",
-                b.go, b.check, b.wrong, b.mistake, b.fix, b.rust, b.unchecked
-            ));
-        }
-        branches.push_str("\n        ]");
-        out.push_str(&format!(
-            "    Step {{\n        number: {number},\n        binary: \"step-{number}\",\n        \
-             title: {:?},\n        go: {:?},\n        package: {package:?},\n        source: {source:?},\n        \
-             chapter: {:?},\n        permissions: rbac::{},\n        starter: {starter},\n        \
-             captures: &{:?},\n        flow: {flow},\n        \
-             flow_shows: &{shows:?},\n        flow_races: &{races:?},\n        \
-             no_longer_needs: &{:?},\n        branches: {branches},\n    }},\n",
-            step.title, step.go, step.chapter, step.permissions, step.captures, step.no_longer_needs,
-        ));
+        out.push_str(&step_literal(*number, found));
     }
     out.push_str("];\n");
     let out_dir = std::env::var("OUT_DIR").expect("OUT_DIR");
     std::fs::write(Path::new(&out_dir).join("steps.rs"), out).expect("writing steps.rs");
+}
+
+/// The step of `folder` if it is `steps/step-N/`: its step.toml, its
+/// package's name and main file, whether it has a starter.
+fn step_folder(folder: &Path) -> Option<(u8, Found)> {
+    let name = folder
+        .file_name()
+        .unwrap_or_default()
+        .to_string_lossy()
+        .into_owned();
+    let number = name.strip_prefix("step-").filter(|_| folder.is_dir())?;
+    let number: u8 = number
+        .parse()
+        .unwrap_or_else(|_| panic!("{}: a step folder is steps/step-N", folder.display()));
+    let path = folder.join("step.toml");
+    println!("cargo::rerun-if-changed={}", path.display());
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|err| {
+        panic!(
+            "{}: a step folder needs its step.toml: {err}",
+            path.display()
+        )
+    });
+    let step: StepToml =
+        toml::from_str(&text).unwrap_or_else(|err| panic!("{}: {err}", path.display()));
+    let manifest_path = folder.join("Cargo.toml");
+    println!("cargo::rerun-if-changed={}", manifest_path.display());
+    let manifest: Manifest = std::fs::read_to_string(&manifest_path)
+        .map_err(|err| err.to_string())
+        .and_then(|text| toml::from_str(&text).map_err(|err| err.to_string()))
+        .unwrap_or_else(|err| {
+            panic!(
+                "{}: a step folder is a package: {err}",
+                manifest_path.display()
+            )
+        });
+    let bin = manifest
+        .bin
+        .iter()
+        .find(|bin| bin.name == name)
+        .unwrap_or_else(|| panic!("{}: no [[bin]] named {name}", manifest_path.display()));
+    let source = format!("steps/{name}/{}", bin.path);
+    let starter = folder.join("starter.rs").is_file();
+    Some((
+        number,
+        Found {
+            package: manifest.package.name,
+            source,
+            step,
+            starter,
+        },
+    ))
+}
+
+/// Step `number`'s entry of `STEPS`, as Rust source.
+fn step_literal(number: u8, found: &Found) -> String {
+    let Found {
+        package,
+        source,
+        step,
+        ..
+    } = found;
+    let starter = if found.starter {
+        format!(
+            "Some(Starter {{ file: \"workshop/step-{number}.rs\", binary: \"workshop-step-{number}\" }})"
+        )
+    } else {
+        "None".into()
+    };
+    let flow = if step.flow.is_empty() {
+        "None".into()
+    } else {
+        format!("Some(\"step-{number}\")")
+    };
+    let shows: Vec<(&str, &str)> = step
+        .flow
+        .iter()
+        .map(|line| (line.shape.as_str(), line.shows.as_str()))
+        .collect();
+    let races: Vec<(&str, &str)> = step
+        .race
+        .iter()
+        .map(|race| (race.shape.as_str(), race.why.as_str()))
+        .collect();
+    let mut branches = String::from("&[");
+    for b in &step.branch {
+        branches.push_str(&format!(
+            "\n            Branch {{ go: {:?}, check: {:?}, wrong: {:?}, mistake: {:?}, \
+             fix: {:?}, rust: {:?}, unchecked: {:?} }},",
+            b.go, b.check, b.wrong, b.mistake, b.fix, b.rust, b.unchecked
+        ));
+    }
+    branches.push_str("\n        ]");
+    format!(
+        "    Step {{\n        number: {number},\n        binary: \"step-{number}\",\n        \
+         title: {:?},\n        go: {:?},\n        package: {package:?},\n        source: {source:?},\n        \
+         chapter: {:?},\n        permissions: rbac::{},\n        starter: {starter},\n        \
+         captures: &{:?},\n        flow: {flow},\n        \
+         flow_shows: &{shows:?},\n        flow_races: &{races:?},\n        \
+         no_longer_needs: &{:?},\n        branches: {branches},\n    }},\n",
+        step.title, step.go, step.chapter, step.permissions, step.captures, step.no_longer_needs,
+    )
 }
