@@ -211,46 +211,10 @@ fn generate_as(spec: &Spec, root: &Path, filled: bool) -> Result<String> {
                 drop,
                 edits,
             } => {
-                let mut text = read(path)?;
-                for (anchor, with) in *regions {
-                    let open = format!("// ANCHOR: {anchor}\n");
-                    let close = format!("// ANCHOR_END: {anchor}\n");
-                    let (Some(a), Some(b)) = (text.find(&open), text.find(&close)) else {
-                        bail!("step {}: {path} has no region `{anchor}`", spec.step);
-                    };
-                    let start = text[..a].rfind('\n').map_or(0, |i| i + 1);
-                    let end = b + close.len();
-                    text.replace_range(start..end, with);
-                }
-                let mut text = without_header_and_anchors(&text);
-                for name in *drop {
-                    let item = find_item(&text, name).with_context(|| {
-                        format!("step {}: {path} has no item `{name}` to drop", spec.step)
-                    })?;
-                    // The blank line after it goes too.
-                    let mut end = item.whole.end;
-                    if text[end..].starts_with('\n') {
-                        end += 1;
-                    }
-                    text.replace_range(item.whole.start..end, "");
-                }
-                let name = format!("#[command(name = \"step-{}\"", spec.step);
-                if text.contains(&name) {
-                    text = text.replace(
-                        &name,
-                        &format!("#[command(name = \"workshop-step-{}\"", spec.step),
-                    );
-                }
-                for (from, to) in *edits {
-                    let found = text.matches(from).count();
-                    ensure!(
-                        found == 1,
-                        "step {}: the edit of {path} expects {from:?} once, and finds it {found} times",
-                        spec.step
-                    );
-                    text = text.replacen(from, to, 1);
-                }
-                file = Some((path, text));
+                file = Some((
+                    path,
+                    step_file(spec, &read(path)?, path, regions, drop, edits)?,
+                ))
             }
             Piece::Gap {
                 path: None,
@@ -275,18 +239,16 @@ fn generate_as(spec: &Spec, root: &Path, filled: bool) -> Result<String> {
                 todo,
             } => {
                 flush(&mut file, &mut code);
-                let source = without_header_and_anchors(&read(path)?);
-                let item = find_item(&source, name)
-                    .with_context(|| format!("step {}: {path} has no `fn {name}`", spec.step))?;
                 code.push('\n');
-                if filled {
-                    // The reference's function in the gap's place: its
-                    // signature and body, as the learner writes them (its
-                    // docs and attributes stay the reference's).
-                    code.push_str(&source[item.signature.start..item.whole.end]);
-                } else {
-                    code.push_str(&gap_text(&source[item.signature.clone()], doc, todo));
-                }
+                code.push_str(&gap_from(
+                    spec,
+                    &read(path)?,
+                    path,
+                    name,
+                    doc,
+                    todo,
+                    filled,
+                )?);
             }
             Piece::Helper { .. } if !filled => {}
             Piece::Item { path, name } | Piece::Helper { path, name } => {
@@ -314,6 +276,82 @@ fn generate_as(spec: &Spec, root: &Path, filled: bool) -> Result<String> {
     let mut out = header(spec);
     out.push_str(&code);
     crate::generated::rustfmt(&out).context("formatting a generated starter")
+}
+
+/// A step's file `path` (its text `source`) as the starter takes it: each
+/// of `regions` replaced, the anchors and header gone, the items `drop`
+/// names dropped, the binary renamed, each of `edits` made exactly once.
+fn step_file(
+    spec: &Spec,
+    source: &str,
+    path: &str,
+    regions: &[(&str, &str)],
+    drop: &[&str],
+    edits: &[(&str, &str)],
+) -> Result<String> {
+    let mut text = source.to_string();
+    for (anchor, with) in regions {
+        let open = format!("// ANCHOR: {anchor}\n");
+        let close = format!("// ANCHOR_END: {anchor}\n");
+        let (Some(a), Some(b)) = (text.find(&open), text.find(&close)) else {
+            bail!("step {}: {path} has no region `{anchor}`", spec.step);
+        };
+        let start = text[..a].rfind('\n').map_or(0, |i| i + 1);
+        let end = b + close.len();
+        text.replace_range(start..end, with);
+    }
+    let mut text = without_header_and_anchors(&text);
+    for name in drop {
+        let item = find_item(&text, name)
+            .with_context(|| format!("step {}: {path} has no item `{name}` to drop", spec.step))?;
+        // The blank line after it goes too.
+        let mut end = item.whole.end;
+        if text[end..].starts_with('\n') {
+            end += 1;
+        }
+        text.replace_range(item.whole.start..end, "");
+    }
+    let name = format!("#[command(name = \"step-{}\"", spec.step);
+    if text.contains(&name) {
+        text = text.replace(
+            &name,
+            &format!("#[command(name = \"workshop-step-{}\"", spec.step),
+        );
+    }
+    for (from, to) in edits {
+        let found = text.matches(from).count();
+        ensure!(
+            found == 1,
+            "step {}: the edit of {path} expects {from:?} once, and finds it {found} times",
+            spec.step
+        );
+        text = text.replacen(from, to, 1);
+    }
+    Ok(text)
+}
+
+/// The gap `name` of another file `path` (its text `source`): its
+/// signature with the instructions `doc` and a `todo!` body, or with
+/// `filled` the reference's function in the gap's place, its signature and
+/// body as the learner writes them (its docs and attributes stay the
+/// reference's).
+fn gap_from(
+    spec: &Spec,
+    source: &str,
+    path: &str,
+    name: &str,
+    doc: &str,
+    todo: &str,
+    filled: bool,
+) -> Result<String> {
+    let source = without_header_and_anchors(source);
+    let item = find_item(&source, name)
+        .with_context(|| format!("step {}: {path} has no `fn {name}`", spec.step))?;
+    Ok(if filled {
+        source[item.signature.start..item.whole.end].to_string()
+    } else {
+        gap_text(&source[item.signature.clone()], doc, todo)
+    })
 }
 
 /// Moves the `File` piece's text, once its gaps are made, into `code`.
