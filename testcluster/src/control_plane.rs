@@ -134,22 +134,7 @@ impl ControlPlane {
                 .ok_or_else(|| anyhow!("{binary} was not resolved"))
         };
 
-        let (data_dir, temporary) = match &options.data_dir {
-            Some(dir) => {
-                fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-                (dir.clone(), false)
-            }
-            None => {
-                sweep_stale_data_dirs(&std::env::temp_dir());
-                let dir = create_temp_dir()?;
-                // Marked now, not when dropped: a control plane kept in a static
-                // (never dropped) is kept too.
-                if keep_requested() {
-                    mark_kept(&dir);
-                }
-                (dir, true)
-            }
-        };
+        let (data_dir, temporary) = data_dir(options.data_dir.as_deref())?;
         let mut cp = ControlPlane {
             kubeconfig: data_dir.join("kubeconfig"),
             data_dir,
@@ -281,6 +266,18 @@ impl ControlPlane {
             create_fake_node(&client).await?;
         }
 
+        self.components_ready(options, &ports, &client).await
+    }
+
+    /// Waits until each component `options` starts is healthy: the
+    /// controller manager and the `default` ServiceAccount it makes, the
+    /// scheduler and kwok's fake node `Ready`.
+    async fn components_ready(
+        &mut self,
+        options: &Options,
+        ports: &args::Ports,
+        client: &kube::Client,
+    ) -> Result<()> {
         if options.controller_manager {
             let kcm = self.component_client(ports.controller_manager).await?;
             self.wait_for(
@@ -643,6 +640,27 @@ impl Drop for ControlPlane {
             let _ = fs::remove_dir_all(&self.data_dir);
         }
     }
+}
+
+/// The data directory of a run: `dir` if given, else a new temporary one
+/// (stale ones of exited processes swept first); whether it is temporary.
+fn data_dir(dir: Option<&Path>) -> Result<(PathBuf, bool)> {
+    Ok(match dir {
+        Some(dir) => {
+            fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+            (dir.to_path_buf(), false)
+        }
+        None => {
+            sweep_stale_data_dirs(&std::env::temp_dir());
+            let dir = create_temp_dir()?;
+            // Marked now, not when dropped: a control plane kept in a static
+            // (never dropped) is kept too.
+            if keep_requested() {
+                mark_kept(&dir);
+            }
+            (dir, true)
+        }
+    })
 }
 
 /// An environment variable: when set (`v1.MINOR.PATCH`), every control plane checks
