@@ -1,6 +1,7 @@
 //! The Performance page's charts, drawn as SVG from the runs: the time to
 //! converge at each size, and CPU time and peak RSS against the Foos.
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use super::stats::{Spread, Stats, stats};
@@ -121,13 +122,6 @@ pub(super) fn cost_chart(sizes: &[usize], results: &Results) -> String {
     let (panel_width, panel_height, first_top, left, gap) = (300.0, 200.0, 40.0, 50.0, 75.0);
     let label_width = 260.0;
     let mut body = String::new();
-    // Title, unit, the measure, and how its growth per 100 Foos is shown.
-    type Panel = (
-        &'static str,
-        &'static str,
-        fn(&Stats) -> Option<Spread>,
-        fn(f64) -> String,
-    );
     let panels: [Panel; 2] = [
         (
             "CPU time to converge",
@@ -142,107 +136,16 @@ pub(super) fn cost_chart(sizes: &[usize], results: &Results) -> String {
             |growth| format!("{growth:.2} MiB"),
         ),
     ];
-    for (i, (title, unit, measure, growth_shown)) in panels.into_iter().enumerate() {
+    for (i, panel) in panels.into_iter().enumerate() {
         // The panels one above the other, so that each is legible in a page's column.
-        let x0 = left;
-        let top = first_top + i as f64 * (panel_height + gap);
-        let points: Vec<(Subject, Vec<(f64, f64)>)> = Subject::TABLE
-            .into_iter()
-            .map(|subject| {
-                let line = sizes
-                    .iter()
-                    .filter_map(|&n| {
-                        let value = measure(stats.get(&(n, subject))?)?.mid;
-                        Some((n as f64, value))
-                    })
-                    .collect();
-                (subject, line)
-            })
-            .filter(|(_, line): &(Subject, Vec<(f64, f64)>)| !line.is_empty())
-            .collect();
-        let (step, ticks) = axis(
-            points
-                .iter()
-                .flat_map(|(_, line)| line.iter().map(|p| p.1))
-                .fold(0.0, f64::max),
-        );
-        let highest = step * ticks as f64;
-        let x = |n: f64| x0 + n / largest * panel_width;
-        let y = |v: f64| top + panel_height - v / highest * panel_height;
-        let _ = writeln!(
-            body,
-            r#"<text x="{x0}" y="{:.1}" font-weight="bold">{title} ({unit}) against Foos</text>"#,
-            top - 20.0
-        );
-        let _ = writeln!(
-            body,
-            r#"<path d="M{x0} {top}V{bottom}H{right}" stroke="black" fill="none"/>"#,
-            bottom = top + panel_height,
-            right = x0 + panel_width
-        );
-        let decimals = if step < 1.0 { 1 } else { 0 };
-        for tick in 0..=ticks {
-            let value = step * tick as f64;
-            let _ = writeln!(
-                body,
-                r#"<text x="{:.1}" y="{:.1}" text-anchor="end" font-size="11">{value:.decimals$}</text>"#,
-                x0 - 4.0,
-                y(value) + 4.0
-            );
-        }
-        for &n in sizes {
-            let _ = writeln!(
-                body,
-                r#"<text x="{:.1}" y="{:.1}" text-anchor="middle" font-size="11">{n}</text>"#,
-                x(n as f64),
-                top + panel_height + 15.0
-            );
-        }
-        // The labels at the right, one per line, in the order of the lines' ends.
-        let mut ends: Vec<(f64, Subject, String)> = Vec::new();
-        for (subject, line) in &points {
-            let path: Vec<String> = line
-                .iter()
-                .map(|&(n, v)| format!("{:.1},{:.1}", x(n), y(v)))
-                .collect();
-            let _ = writeln!(
-                body,
-                r#"<polyline points="{}" stroke="{c}" stroke-width="2" fill="none"/>"#,
-                path.join(" "),
-                c = colour(*subject)
-            );
-            for &(n, v) in line {
-                let _ = writeln!(
-                    body,
-                    r#"<circle cx="{:.1}" cy="{:.1}" r="3" fill="{}"/>"#,
-                    x(n),
-                    y(v),
-                    colour(*subject)
-                );
-            }
-            // The growth along the last segment: where the line is heading.
-            let last = line[line.len() - 1];
-            let per_100 = match line.len().checked_sub(2).map(|i| line[i]) {
-                Some(before) if last.0 > before.0 => {
-                    let growth = (last.1 - before.1) / (last.0 - before.0) * 100.0;
-                    format!(": {} per 100 from {:.0}", growth_shown(growth), before.0)
-                }
-                _ => String::new(),
-            };
-            ends.push((y(last.1), *subject, format!("{}{per_100}", subject.short())));
-        }
-        ends.sort_by(|a, b| a.0.total_cmp(&b.0));
-        let mut next_free = top;
-        for (end_y, subject, text) in ends {
-            let label_y = end_y.max(next_free) + 4.0;
-            next_free = label_y + 9.0;
-            let _ = writeln!(
-                body,
-                r#"<text x="{:.1}" y="{label_y:.1}" font-size="11" fill="{}">{text}</text>"#,
-                x0 + panel_width + 6.0,
-                colour(subject)
-            );
-        }
+        let frame = Frame {
+            left,
+            top: first_top + i as f64 * (panel_height + gap),
+            width: panel_width,
+            height: panel_height,
+            largest,
+        };
+        cost_panel(&mut body, &frame, sizes, &stats, panel);
     }
     format!(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" font-family=\"sans-serif\" font-size=\"13\">\n\
@@ -250,4 +153,188 @@ pub(super) fn cost_chart(sizes: &[usize], results: &Results) -> String {
         w = panel_width + left + label_width,
         h = first_top + 2.0 * panel_height + gap + 30.0
     )
+}
+
+/// A panel of the cost chart: its title, unit, the measure it draws, and how
+/// a growth per 100 Foos is shown.
+type Panel = (
+    &'static str,
+    &'static str,
+    fn(&Stats) -> Option<Spread>,
+    fn(f64) -> String,
+);
+
+/// Where a panel is drawn: its left and top edges, its size, and the
+/// number of Foos its x axis ends at.
+struct Frame {
+    left: f64,
+    top: f64,
+    width: f64,
+    height: f64,
+    largest: f64,
+}
+
+/// One panel of the cost chart into `body`: its axes, a line per subject,
+/// and the labels at the lines' ends with their growth per 100 Foos.
+fn cost_panel(
+    body: &mut String,
+    frame: &Frame,
+    sizes: &[usize],
+    stats: &BTreeMap<(usize, Subject), Stats>,
+    (title, unit, measure, growth_shown): Panel,
+) {
+    let points: Vec<(Subject, Vec<(f64, f64)>)> = Subject::TABLE
+        .into_iter()
+        .map(|subject| {
+            let line = sizes
+                .iter()
+                .filter_map(|&n| {
+                    let value = measure(stats.get(&(n, subject))?)?.mid;
+                    Some((n as f64, value))
+                })
+                .collect();
+            (subject, line)
+        })
+        .filter(|(_, line): &(Subject, Vec<(f64, f64)>)| !line.is_empty())
+        .collect();
+    let (step, ticks) = axis(
+        points
+            .iter()
+            .flat_map(|(_, line)| line.iter().map(|p| p.1))
+            .fold(0.0, f64::max),
+    );
+    let scale = Scale {
+        frame,
+        highest: step * ticks as f64,
+    };
+    panel_axes(
+        body,
+        &scale,
+        &format!("{title} ({unit})"),
+        (step, ticks),
+        sizes,
+    );
+    panel_lines(body, &scale, &points, growth_shown);
+}
+
+/// A panel's coordinates: Foos along x up to the frame's largest, the
+/// measure along y up to `highest`.
+struct Scale<'a> {
+    frame: &'a Frame,
+    highest: f64,
+}
+
+impl Scale<'_> {
+    fn x(&self, n: f64) -> f64 {
+        self.frame.left + n / self.frame.largest * self.frame.width
+    }
+
+    fn y(&self, v: f64) -> f64 {
+        self.frame.top + self.frame.height - v / self.highest * self.frame.height
+    }
+}
+
+/// A panel's title, its axes, the measure's ticks (`step` apart, `ticks`
+/// of them) and the sizes along x.
+fn panel_axes(
+    body: &mut String,
+    scale: &Scale<'_>,
+    title: &str,
+    (step, ticks): (f64, u32),
+    sizes: &[usize],
+) {
+    let Frame {
+        left: x0,
+        top,
+        width: panel_width,
+        height: panel_height,
+        ..
+    } = *scale.frame;
+    let _ = writeln!(
+        body,
+        r#"<text x="{x0}" y="{:.1}" font-weight="bold">{title} against Foos</text>"#,
+        top - 20.0
+    );
+    let _ = writeln!(
+        body,
+        r#"<path d="M{x0} {top}V{bottom}H{right}" stroke="black" fill="none"/>"#,
+        bottom = top + panel_height,
+        right = x0 + panel_width
+    );
+    let decimals = if step < 1.0 { 1 } else { 0 };
+    for tick in 0..=ticks {
+        let value = step * tick as f64;
+        let _ = writeln!(
+            body,
+            r#"<text x="{:.1}" y="{:.1}" text-anchor="end" font-size="11">{value:.decimals$}</text>"#,
+            x0 - 4.0,
+            scale.y(value) + 4.0
+        );
+    }
+    for &n in sizes {
+        let _ = writeln!(
+            body,
+            r#"<text x="{:.1}" y="{:.1}" text-anchor="middle" font-size="11">{n}</text>"#,
+            scale.x(n as f64),
+            top + panel_height + 15.0
+        );
+    }
+}
+
+/// A line per subject with its points, and the labels at the right, one
+/// per line in the order of the lines' ends, each with the growth along the
+/// last segment (where the line is heading).
+fn panel_lines(
+    body: &mut String,
+    scale: &Scale<'_>,
+    points: &[(Subject, Vec<(f64, f64)>)],
+    growth_shown: fn(f64) -> String,
+) {
+    let mut ends: Vec<(f64, Subject, String)> = Vec::new();
+    for (subject, line) in points {
+        let path: Vec<String> = line
+            .iter()
+            .map(|&(n, v)| format!("{:.1},{:.1}", scale.x(n), scale.y(v)))
+            .collect();
+        let _ = writeln!(
+            body,
+            r#"<polyline points="{}" stroke="{c}" stroke-width="2" fill="none"/>"#,
+            path.join(" "),
+            c = colour(*subject)
+        );
+        for &(n, v) in line {
+            let _ = writeln!(
+                body,
+                r#"<circle cx="{:.1}" cy="{:.1}" r="3" fill="{}"/>"#,
+                scale.x(n),
+                scale.y(v),
+                colour(*subject)
+            );
+        }
+        let last = line[line.len() - 1];
+        let per_100 = match line.len().checked_sub(2).map(|i| line[i]) {
+            Some(before) if last.0 > before.0 => {
+                let growth = (last.1 - before.1) / (last.0 - before.0) * 100.0;
+                format!(": {} per 100 from {:.0}", growth_shown(growth), before.0)
+            }
+            _ => String::new(),
+        };
+        ends.push((
+            scale.y(last.1),
+            *subject,
+            format!("{}{per_100}", subject.short()),
+        ));
+    }
+    ends.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut next_free = scale.frame.top;
+    for (end_y, subject, text) in ends {
+        let label_y = end_y.max(next_free) + 4.0;
+        next_free = label_y + 9.0;
+        let _ = writeln!(
+            body,
+            r#"<text x="{:.1}" y="{label_y:.1}" font-size="11" fill="{}">{text}</text>"#,
+            scale.frame.left + scale.frame.width + 6.0,
+            colour(subject)
+        );
+    }
 }
