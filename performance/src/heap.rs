@@ -251,9 +251,23 @@ fn report(file: &DhatFile, foos: usize) -> Result<(String, BTreeMap<String, Stri
         "\nAt that moment, by the first function that is not the allocator, a collection, serde \
          or a Kubernetes type's Clone (the twelve largest):"
     );
+    by_function(&mut out, &mut figures, &live, &file.ftbl, bytes);
+    largest_sites(&mut out, &mut figures, &live, &file.ftbl);
+    Ok((out, figures))
+}
+
+/// The heap at its largest by the first function past the plumbing that
+/// allocated it, the twelve largest and the rest: into `out` and `figures`.
+fn by_function(
+    out: &mut String,
+    figures: &mut BTreeMap<String, String>,
+    live: &[&ProgramPoint],
+    ftbl: &[String],
+    bytes: u64,
+) {
     let mut by_owner: BTreeMap<String, (u64, u64)> = BTreeMap::new();
-    for pp in &live {
-        let frames = owning_frames(pp, &file.ftbl);
+    for pp in live {
+        let frames = owning_frames(pp, ftbl);
         let owner = frames
             .first()
             .map_or("(no frame past the plumbing)".to_string(), |f| {
@@ -284,6 +298,17 @@ fn report(file: &DhatFile, foos: usize) -> Result<(String, BTreeMap<String, Stri
         100.0 * rest as f64 / bytes.max(1) as f64,
         rows.len().saturating_sub(12)
     );
+}
+
+/// The ten largest allocation sites at the heap's largest, each with its
+/// first three frames past the plumbing, and each first frame's average
+/// block sizes as a figure: into `out` and `figures`.
+fn largest_sites(
+    out: &mut String,
+    figures: &mut BTreeMap<String, String>,
+    live: &[&ProgramPoint],
+    ftbl: &[String],
+) {
     let _ = writeln!(
         out,
         "\nThe ten largest allocation sites at that moment (their first three frames past that plumbing):"
@@ -293,7 +318,7 @@ fn report(file: &DhatFile, foos: usize) -> Result<(String, BTreeMap<String, Stri
     // Per first frame: the average block sizes of its sites, largest site first.
     let mut site_sizes: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for pp in sites.iter().take(10) {
-        let frames = owning_frames(pp, &file.ftbl);
+        let frames = owning_frames(pp, ftbl);
         let average = pp.gb.unwrap_or(0) / pp.gbk.unwrap_or(1).max(1);
         if let Some(first) = frames.first() {
             let sizes = site_sizes
@@ -321,7 +346,6 @@ fn report(file: &DhatFile, foos: usize) -> Result<(String, BTreeMap<String, Stri
         };
         figures.insert(format!("site {frame} sizes"), sizes);
     }
-    Ok((out, figures))
 }
 
 /// The symbols of `pp`'s frames, innermost first, leaving out plumbing.
