@@ -275,6 +275,19 @@ pub fn problems(
             Some(_) => {}
         }
     }
+    problems.extend(incomplete_pages(lang, config, coverage));
+    problems.extend(translations_lacking(lang, pot, po, config, code));
+    problems
+}
+
+/// Each page not listed as under way whose messages are not all translated
+/// as the English is now: its fuzzy and its missing ones, by line.
+fn incomplete_pages(
+    lang: &str,
+    config: &EditionConfig,
+    coverage: &BTreeMap<String, PageCoverage>,
+) -> Vec<String> {
+    let mut problems = Vec::new();
     for (page, cover) in coverage {
         if config.incomplete.contains(page) {
             continue;
@@ -304,6 +317,19 @@ pub fn problems(
             ));
         }
     }
+    problems
+}
+
+/// Each translation of `po` that loses what its English keeps, is the
+/// English itself, or lacks a term of the term list.
+fn translations_lacking(
+    lang: &str,
+    pot: &Catalog,
+    po: &Catalog,
+    config: &EditionConfig,
+    code: &CodeLines,
+) -> Vec<String> {
+    let mut problems = Vec::new();
     for message in po.messages() {
         let msgid = message.msgid();
         let Ok(msgstr) = message.msgstr() else {
