@@ -251,58 +251,15 @@ fn by_pattern(text: &str, key: &str) -> Result<String> {
 
 /// Every figure of a flow recording (course/src/flow/mod.rs has its fields), by key.
 fn flow_figures(text: &str) -> BTreeMap<String, String> {
-    use serde_json::Value;
-    let lines: Vec<serde_json::Map<String, Value>> = text
+    let lines: Vec<FlowLine> = text
         .lines()
         .filter_map(|line| match serde_json::from_str(line) {
-            Ok(Value::Object(fields)) => Some(fields),
+            Ok(serde_json::Value::Object(fields)) => Some(fields),
             _ => None,
         })
         .collect();
-    let text_of = |line: &serde_json::Map<String, Value>, name: &str| {
-        line.get(name)
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string()
-    };
-    let is = |line: &serde_json::Map<String, Value>, lane: &str, what: &str| {
-        text_of(line, "lane") == lane && (what.is_empty() || text_of(line, "what") == what)
-    };
     let count = |lane: &str, what: &str| lines.iter().filter(|l| is(l, lane, what)).count();
-    // Per sync (key and worker, from its start): whether it sent a request.
-    let mut running: BTreeMap<(String, String), bool> = BTreeMap::new();
-    let (mut syncs, mut quiet, mut failed) = (0, 0, 0);
-    // Per key: when it was added and not yet taken.
-    let mut added: BTreeMap<String, f64> = BTreeMap::new();
-    let mut waits: Vec<f64> = Vec::new();
-    for line in &lines {
-        let key = text_of(line, "key");
-        let worker = line.get("worker").map(Value::to_string).unwrap_or_default();
-        let t = line.get("t").and_then(Value::as_f64).unwrap_or_default();
-        if is(line, "worker", "start") {
-            running.insert((key, worker), false);
-        } else if is(line, "api", "") {
-            if let Some(sent) = running.get_mut(&(key, worker)) {
-                *sent = true;
-            }
-        } else if is(line, "worker", "end") {
-            syncs += 1;
-            if text_of(line, "outcome") != "ok" {
-                failed += 1;
-            }
-            if running.remove(&(key, worker)) == Some(false) {
-                quiet += 1;
-            }
-        } else if is(line, "queue", "add") {
-            added.entry(key).or_insert(t);
-        } else if is(line, "queue", "take") {
-            if let Some(since) = added.remove(&key) {
-                waits.push((t - since) * 1000.0);
-            }
-        } else if is(line, "queue", "drop") {
-            added.remove(&key);
-        }
-    }
+    let (syncs, quiet, failed, mut waits) = syncs_and_waits(&lines);
     let mut found = BTreeMap::new();
     found.insert("syncs".into(), syncs.to_string());
     found.insert("quiet-syncs".into(), quiet.to_string());
@@ -332,6 +289,63 @@ fn flow_figures(text: &str) -> BTreeMap<String, String> {
         found.insert("wait max".into(), shown(*max));
     }
     found
+}
+
+/// A line of a flow recording: its fields.
+type FlowLine = serde_json::Map<String, serde_json::Value>;
+
+/// The text of `line`'s field `name` (empty if it has none).
+fn text_of(line: &FlowLine, name: &str) -> String {
+    line.get(name)
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// Whether `line` is in `lane` and says `what` (any, if empty).
+fn is(line: &FlowLine, lane: &str, what: &str) -> bool {
+    text_of(line, "lane") == lane && (what.is_empty() || text_of(line, "what") == what)
+}
+
+/// The syncs of a recording: how many, how many sent no request, how many
+/// failed; and each key's wait in the queue from added to taken, in ms.
+fn syncs_and_waits(lines: &[FlowLine]) -> (usize, usize, usize, Vec<f64>) {
+    use serde_json::Value;
+    // Per sync (key and worker, from its start): whether it sent a request.
+    let mut running: BTreeMap<(String, String), bool> = BTreeMap::new();
+    let (mut syncs, mut quiet, mut failed) = (0, 0, 0);
+    // Per key: when it was added and not yet taken.
+    let mut added: BTreeMap<String, f64> = BTreeMap::new();
+    let mut waits: Vec<f64> = Vec::new();
+    for line in lines {
+        let key = text_of(line, "key");
+        let worker = line.get("worker").map(Value::to_string).unwrap_or_default();
+        let t = line.get("t").and_then(Value::as_f64).unwrap_or_default();
+        if is(line, "worker", "start") {
+            running.insert((key, worker), false);
+        } else if is(line, "api", "") {
+            if let Some(sent) = running.get_mut(&(key, worker)) {
+                *sent = true;
+            }
+        } else if is(line, "worker", "end") {
+            syncs += 1;
+            if text_of(line, "outcome") != "ok" {
+                failed += 1;
+            }
+            if running.remove(&(key, worker)) == Some(false) {
+                quiet += 1;
+            }
+        } else if is(line, "queue", "add") {
+            added.entry(key).or_insert(t);
+        } else if is(line, "queue", "take") {
+            if let Some(since) = added.remove(&key) {
+                waits.push((t - since) * 1000.0);
+            }
+        } else if is(line, "queue", "drop") {
+            added.remove(&key);
+        }
+    }
+    (syncs, quiet, failed, waits)
 }
 
 #[cfg(test)]
