@@ -31,6 +31,7 @@ use serde_json::Value;
 use testcluster::{ControlPlane, Options};
 
 use crate::kubectl::Kubectl;
+use crate::steps::Step;
 
 // A headless Chromium driven over its DevTools pipe: the live page's test
 // looks at what it draws.
@@ -113,8 +114,39 @@ pub async fn watch(args: WatchArgs) -> Result<()> {
             )
         })?;
 
-    // A cluster: the learner's, or ours.
-    let (client, own) = match existing_cluster().await {
+    let (client, own) = cluster().await?;
+    let kubeconfig = own.as_ref().map(|cp| cp.kubeconfig_path().to_path_buf());
+    testcluster::install_crd(&client, root.join("manifests/crd.yaml")).await?;
+
+    let (mut child, log) = start_step(step, kubeconfig.as_deref(), args.namespace.as_deref())?;
+    println!(
+        "==> The flow of {}: http://127.0.0.1:{}/ (put it on the projector)",
+        step.binary, args.port
+    );
+    tell_how_to_act(kubeconfig.as_deref(), &args.namespace).await;
+
+    let app = router(log.clone(), step.binary);
+    let server = axum::serve(listener, app).with_graceful_shutdown(async {
+        let _ = tokio::signal::ctrl_c().await;
+    });
+    tokio::select! {
+        served = server => served.context("serving the page")?,
+        exited = child.wait() => {
+            let status = exited?;
+            bail!("{} stopped ({status}); its output is above", step.binary);
+        }
+    }
+
+    stop_step(step, &mut child).await?;
+    println!("    its whole log, as JSON, is in {}", log.display());
+    drop(own);
+    Ok(())
+}
+
+/// A cluster: the learner's, if their kubeconfig names one that answers, or
+/// a local control plane started for the page (returned, to be stopped).
+async fn cluster() -> Result<(Client, Option<ControlPlane>)> {
+    Ok(match existing_cluster().await {
         Some(client) => {
             println!("==> Using the cluster in your kubeconfig (KUBECONFIG or ~/.kube/config)");
             (client, None)
@@ -127,10 +159,18 @@ pub async fn watch(args: WatchArgs) -> Result<()> {
             let client = cp.client().await?;
             (client, Some(cp))
         }
-    };
-    let kubeconfig = own.as_ref().map(|cp| cp.kubeconfig_path().to_path_buf());
-    testcluster::install_crd(&client, root.join("manifests/crd.yaml")).await?;
+    })
+}
 
+/// Builds `step` and starts it with its JSON log in
+/// `target/flow/step-N.log.jsonl` (emptied first), in a process group of
+/// its own; the child and the log's path.
+fn start_step(
+    step: &Step,
+    kubeconfig: Option<&Path>,
+    namespace: Option<&str>,
+) -> Result<(tokio::process::Child, PathBuf)> {
+    let root = crate::workspace::repo_root();
     println!("==> Building {}", step.binary);
     let build = crate::workspace::cargo(&["build", "--bin", step.binary]);
     if !build
@@ -156,34 +196,22 @@ pub async fn watch(args: WatchArgs) -> Result<()> {
         // then stops the step with SIGTERM and waits for it.
         .process_group(0)
         .kill_on_drop(true);
-    if let Some(path) = &kubeconfig {
+    if let Some(path) = kubeconfig {
         command.arg("--kubeconfig").arg(path);
     }
-    if let Some(ns) = &args.namespace {
+    if let Some(ns) = namespace {
         command.args(["--namespace", ns]);
     }
-    let mut child = command
+    let child = command
         .spawn()
         .with_context(|| format!("starting {}", step.binary))?;
 
-    println!(
-        "==> The flow of {}: http://127.0.0.1:{}/ (put it on the projector)",
-        step.binary, args.port
-    );
-    tell_how_to_act(kubeconfig.as_deref(), &args.namespace).await;
+    Ok((child, log))
+}
 
-    let app = router(log.clone(), step.binary);
-    let server = axum::serve(listener, app).with_graceful_shutdown(async {
-        let _ = tokio::signal::ctrl_c().await;
-    });
-    tokio::select! {
-        served = server => served.context("serving the page")?,
-        exited = child.wait() => {
-            let status = exited?;
-            bail!("{} stopped ({status}); its output is above", step.binary);
-        }
-    }
-
+/// Stops `step`'s `child` with SIGTERM, and kills it if it is still there
+/// after 10 s.
+async fn stop_step(step: &Step, child: &mut tokio::process::Child) -> Result<()> {
     println!("==> Stopping {}", step.binary);
     if let Some(pid) = child.id() {
         let _ = testcluster::signal(pid, libc::SIGTERM); // gone already: wait() says so
@@ -195,8 +223,6 @@ pub async fn watch(args: WatchArgs) -> Result<()> {
             println!("    {} did not stop within 10 s: killed", step.binary);
         }
     }
-    println!("    its whole log, as JSON, is in {}", log.display());
-    drop(own);
     Ok(())
 }
 
