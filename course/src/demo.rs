@@ -150,61 +150,7 @@ async fn run(
     }
     let mut controller = step.spawn().context("starting step-8")?;
 
-    let converged = async {
-        let foos: Api<Foo> = Api::namespaced(client.clone(), NAMESPACE);
-        tokio::time::sleep(Duration::from_secs(2)).await; // let the controller start
-        println!("\n==> Creating the example Foo");
-        show(kubectl, &["apply", "-f", "manifests/example-foo.yaml"]).await?;
-
-        println!(
-            "\n==> Watching the Foo and its Deployment (kubectl's output each time a value other than AGE changes)"
-        );
-        let get = ["get", "foos,deployments"];
-        let started = Instant::now();
-        let mut last = Vec::new();
-        loop {
-            // Converged? Asked before kubectl runs, so that the table printed
-            // below is never older than the state that ends the loop.
-            let foo_list = foos.list(&Default::default()).await?;
-            let done = !foo_list.items.is_empty()
-                && foo_list.items.iter().all(|f| {
-                    let want = f.spec.replicas.unwrap_or(1);
-                    f.status
-                        .as_ref()
-                        .is_some_and(|s| s.available_replicas == want)
-                });
-            let lines = kubectl_lines(kubectl, &get).await?;
-            let view = without_age(&lines);
-            if view != last {
-                println!(
-                    "\n[{:>4.1}s] $ kubectl -n {NAMESPACE} {}",
-                    started.elapsed().as_secs_f64(),
-                    get.join(" ")
-                );
-                for line in &lines {
-                    println!("{line}");
-                }
-                last = view;
-            }
-            if done {
-                println!(
-                    "\n==> Converged: the Foo's status.availableReplicas matches spec.replicas (the table above)"
-                );
-                break;
-            }
-            if started.elapsed() > Duration::from_secs(180) {
-                println!(
-                    "\n==> Not converged after 3 minutes (on a real cluster, pulling nginx can take longer)"
-                );
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(500)).await;
-        }
-
-        println!("\n==> The Foo's Events, recorded by step 8");
-        show(kubectl, &["events", "--for", "foo/example-foo"]).await?;
-        anyhow::Ok(())
-    };
+    let converged = create_and_watch(client, kubectl);
     let result = tokio::select! {
         result = converged => result,
         exit = controller.wait() => Err(anyhow::anyhow!("step-8 exited early: {}", exit?)),
@@ -216,4 +162,64 @@ async fn run(
     }
     let _ = tokio::time::timeout(Duration::from_secs(10), controller.wait()).await;
     result
+}
+
+/// Creates the example Foo and prints kubectl's table of the Foo and its
+/// Deployment each time a value other than AGE changes, until the Foo's
+/// status says its replicas are available (or 3 minutes have passed); then
+/// its Events.
+async fn create_and_watch(client: &Client, kubectl: &Kubectl) -> Result<()> {
+    let foos: Api<Foo> = Api::namespaced(client.clone(), NAMESPACE);
+    tokio::time::sleep(Duration::from_secs(2)).await; // let the controller start
+    println!("\n==> Creating the example Foo");
+    show(kubectl, &["apply", "-f", "manifests/example-foo.yaml"]).await?;
+
+    println!(
+        "\n==> Watching the Foo and its Deployment (kubectl's output each time a value other than AGE changes)"
+    );
+    let get = ["get", "foos,deployments"];
+    let started = Instant::now();
+    let mut last = Vec::new();
+    loop {
+        // Converged? Asked before kubectl runs, so that the table printed
+        // below is never older than the state that ends the loop.
+        let foo_list = foos.list(&Default::default()).await?;
+        let done = !foo_list.items.is_empty()
+            && foo_list.items.iter().all(|f| {
+                let want = f.spec.replicas.unwrap_or(1);
+                f.status
+                    .as_ref()
+                    .is_some_and(|s| s.available_replicas == want)
+            });
+        let lines = kubectl_lines(kubectl, &get).await?;
+        let view = without_age(&lines);
+        if view != last {
+            println!(
+                "\n[{:>4.1}s] $ kubectl -n {NAMESPACE} {}",
+                started.elapsed().as_secs_f64(),
+                get.join(" ")
+            );
+            for line in &lines {
+                println!("{line}");
+            }
+            last = view;
+        }
+        if done {
+            println!(
+                "\n==> Converged: the Foo's status.availableReplicas matches spec.replicas (the table above)"
+            );
+            break;
+        }
+        if started.elapsed() > Duration::from_secs(180) {
+            println!(
+                "\n==> Not converged after 3 minutes (on a real cluster, pulling nginx can take longer)"
+            );
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+
+    println!("\n==> The Foo's Events, recorded by step 8");
+    show(kubectl, &["events", "--for", "foo/example-foo"]).await?;
+    Ok(())
 }
