@@ -110,38 +110,61 @@ fn subject_figures(found: &mut BTreeMap<String, String>, results: &Results, stat
                 put(found, at(&format!("{which}-run {name}")), value);
             }
         }
-        if Subject::TABLE.contains(&subject) {
-            let of = |other: Subject| stats.get(&(n, other)).and_then(Stats::converged);
-            for (what, other) in [
-                ("vs-go", Subject::Go),
-                ("vs-floor", Subject::BareClient),
-                ("vs-floor2", Subject::FloorWorkers),
-            ] {
-                if other != subject
-                    && let Some(r) = ratio(s.converged(), of(other))
-                {
-                    put(found, at(what), r);
-                }
+        ratio_figures(found, stats, n, subject, s);
+        flow_figures(found, stats, n, subject, s);
+    }
+}
+
+/// `subject`'s convergence at `n` Foos against Go's, the bare client's and
+/// the floor's (for the subjects of the table).
+fn ratio_figures(
+    found: &mut BTreeMap<String, String>,
+    stats: &AllStats,
+    n: usize,
+    subject: Subject,
+    s: &Stats,
+) {
+    let at = |what: &str| format!("{n} {} {what}", subject.key());
+    if Subject::TABLE.contains(&subject) {
+        let of = |other: Subject| stats.get(&(n, other)).and_then(Stats::converged);
+        for (what, other) in [
+            ("vs-go", Subject::Go),
+            ("vs-floor", Subject::BareClient),
+            ("vs-floor2", Subject::FloorWorkers),
+        ] {
+            if other != subject
+                && let Some(r) = ratio(s.converged(), of(other))
+            {
+                put(found, at(what), r);
             }
         }
-        // The flow on beside the same step's runs with it off.
-        if let Some(off) = subject.flow_off()
-            && let Some(without) = stats.get(&(n, off))
-        {
-            let at = |what: &str| format!("{n} {} {what}", off.key());
-            for (name, side) in [("flow-off", without), ("flow-on", s)] {
-                if let Some(c) = side.converge.filter(|c| c.high.is_finite()) {
-                    put(found, at(name), secs(c.mid));
-                    put(found, at(&format!("{name}-fastest")), secs(c.low));
-                    put(found, at(&format!("{name}-slowest")), secs(c.high));
-                }
+    }
+}
+
+/// A step's runs with its flow on beside the same step's runs with it off.
+fn flow_figures(
+    found: &mut BTreeMap<String, String>,
+    stats: &AllStats,
+    n: usize,
+    subject: Subject,
+    s: &Stats,
+) {
+    if let Some(off) = subject.flow_off()
+        && let Some(without) = stats.get(&(n, off))
+    {
+        let at = |what: &str| format!("{n} {} {what}", off.key());
+        for (name, side) in [("flow-off", without), ("flow-on", s)] {
+            if let Some(c) = side.converge.filter(|c| c.high.is_finite()) {
+                put(found, at(name), secs(c.mid));
+                put(found, at(&format!("{name}-fastest")), secs(c.low));
+                put(found, at(&format!("{name}-slowest")), secs(c.high));
             }
-            if let Some(r) = ratio(s.converged(), without.converged()) {
-                put(found, at("flow-ratio"), r);
-            }
-            if let Some(lines) = s.flow_lines {
-                put(found, at("flow-lines"), format!("{lines:.0}"));
-            }
+        }
+        if let Some(r) = ratio(s.converged(), without.converged()) {
+            put(found, at("flow-ratio"), r);
+        }
+        if let Some(lines) = s.flow_lines {
+            put(found, at("flow-lines"), format!("{lines:.0}"));
         }
     }
 }
