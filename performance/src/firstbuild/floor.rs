@@ -12,8 +12,7 @@ use super::*;
 /// lock file and profiles. What every step pays before compiling a line of
 /// its own.
 pub(super) fn floor(export: &Path, dir: &Path) -> Result<()> {
-    use cargo_metadata::DependencyKind;
-    use toml_edit::{DocumentMut, InlineTable, Item, Table, Value};
+    use toml_edit::{DocumentMut, Item, Table, Value};
 
     let manifest = export.join("Cargo.toml");
     let metadata = cargo_metadata::MetadataCommand::new()
@@ -24,66 +23,8 @@ pub(super) fn floor(export: &Path, dir: &Path) -> Result<()> {
     let package = metadata
         .root_package()
         .context("the revision has no root package")?;
-    let mut dependencies: BTreeMap<String, InlineTable> = BTreeMap::new();
-    for dependency in &package.dependencies {
-        if dependency.kind != DependencyKind::Normal || dependency.target.is_some() {
-            continue;
-        }
-        let name = &dependency.name;
-        ensure!(
-            dependency.path.is_none(),
-            "the floor needs registry dependencies; {name} is a path dependency"
-        );
-        let mut spec = InlineTable::new();
-        spec.insert("version", dependency.req.to_string().into());
-        if dependency.rename.is_some() {
-            spec.insert("package", name.into());
-        }
-        if !dependency.uses_default_features {
-            spec.insert("default-features", false.into());
-        }
-        if !dependency.features.is_empty() {
-            spec.insert(
-                "features",
-                Value::Array(dependency.features.iter().collect()),
-            );
-        }
-        if dependency.optional {
-            spec.insert("optional", true.into());
-        }
-        dependencies.insert(dependency.rename.clone().unwrap_or(name.clone()), spec);
-    }
-    // The default features, followed: `dep/feature` turns on a dependency's
-    // feature, `dep:name` (or a bare optional dependency's name) the
-    // dependency.
-    let mut pending: Vec<String> = vec!["default".into()];
-    let mut seen = std::collections::BTreeSet::new();
-    let mut enabled = std::collections::BTreeSet::new();
-    while let Some(feature) = pending.pop() {
-        if !seen.insert(feature.clone()) {
-            continue;
-        }
-        if let Some((dependency, its)) = feature.split_once('/') {
-            let dependency = dependency.trim_end_matches('?');
-            let spec = dependencies
-                .get_mut(dependency)
-                .with_context(|| format!("feature {feature}: no dependency {dependency}"))?;
-            let mut list = spec
-                .get("features")
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default();
-            list.push(its);
-            spec.insert("features", Value::Array(list));
-            enabled.insert(dependency.to_string());
-        } else if let Some(dependency) = feature.strip_prefix("dep:") {
-            enabled.insert(dependency.to_string());
-        } else if let Some(list) = package.features.get(&feature) {
-            pending.extend(list.iter().cloned());
-        } else if dependencies.contains_key(&feature) {
-            enabled.insert(feature);
-        }
-    }
+    let mut dependencies = registry_dependencies(package)?;
+    let enabled = follow_default_features(package, &mut dependencies)?;
     let mut table = Table::new();
     for (name, mut spec) in dependencies {
         let optional = spec
@@ -118,6 +59,84 @@ pub(super) fn floor(export: &Path, dir: &Path) -> Result<()> {
     std::fs::copy(export.join("Cargo.lock"), dir.join("Cargo.lock"))
         .context("copying the revision's Cargo.lock")?;
     Ok(())
+}
+
+/// The normal dependencies of `package` as the floor's manifest writes them
+/// (each a registry dependency, its features and `optional` as declared).
+fn registry_dependencies(
+    package: &cargo_metadata::Package,
+) -> Result<BTreeMap<String, toml_edit::InlineTable>> {
+    use cargo_metadata::DependencyKind;
+    use toml_edit::{InlineTable, Value};
+    let mut dependencies: BTreeMap<String, InlineTable> = BTreeMap::new();
+    for dependency in &package.dependencies {
+        if dependency.kind != DependencyKind::Normal || dependency.target.is_some() {
+            continue;
+        }
+        let name = &dependency.name;
+        ensure!(
+            dependency.path.is_none(),
+            "the floor needs registry dependencies; {name} is a path dependency"
+        );
+        let mut spec = InlineTable::new();
+        spec.insert("version", dependency.req.to_string().into());
+        if dependency.rename.is_some() {
+            spec.insert("package", name.into());
+        }
+        if !dependency.uses_default_features {
+            spec.insert("default-features", false.into());
+        }
+        if !dependency.features.is_empty() {
+            spec.insert(
+                "features",
+                Value::Array(dependency.features.iter().collect()),
+            );
+        }
+        if dependency.optional {
+            spec.insert("optional", true.into());
+        }
+        dependencies.insert(dependency.rename.clone().unwrap_or(name.clone()), spec);
+    }
+    Ok(dependencies)
+}
+
+/// `package`'s default features followed into `dependencies`: `dep/feature`
+/// turns on a dependency's feature, `dep:name` (or a bare optional
+/// dependency's name) the dependency. The optional dependencies turned on.
+fn follow_default_features(
+    package: &cargo_metadata::Package,
+    dependencies: &mut BTreeMap<String, toml_edit::InlineTable>,
+) -> Result<std::collections::BTreeSet<String>> {
+    use toml_edit::Value;
+    let mut pending: Vec<String> = vec!["default".into()];
+    let mut seen = std::collections::BTreeSet::new();
+    let mut enabled = std::collections::BTreeSet::new();
+    while let Some(feature) = pending.pop() {
+        if !seen.insert(feature.clone()) {
+            continue;
+        }
+        if let Some((dependency, its)) = feature.split_once('/') {
+            let dependency = dependency.trim_end_matches('?');
+            let spec = dependencies
+                .get_mut(dependency)
+                .with_context(|| format!("feature {feature}: no dependency {dependency}"))?;
+            let mut list = spec
+                .get("features")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            list.push(its);
+            spec.insert("features", Value::Array(list));
+            enabled.insert(dependency.to_string());
+        } else if let Some(dependency) = feature.strip_prefix("dep:") {
+            enabled.insert(dependency.to_string());
+        } else if let Some(list) = package.features.get(&feature) {
+            pending.extend(list.iter().cloned());
+        } else if dependencies.contains_key(&feature) {
+            enabled.insert(feature);
+        }
+    }
+    Ok(enabled)
 }
 
 /// What any program that lists Foos with kube compiles, at the least: the
