@@ -16,7 +16,7 @@ use kube::api::{Api, PostParams};
 use crate::args;
 use crate::binaries::{self, Binary};
 use crate::objects::{http_get, kube_config};
-use crate::sweep::{create_temp_dir, keep_requested, mark_kept, sweep_stale_data_dirs};
+use crate::sweep::{data_dir, keep_requested, mark_kept};
 
 use crate::pki::Pki;
 use crate::process::{self, Process, RecordedProcess, STOP_GRACE};
@@ -640,27 +640,6 @@ impl Drop for ControlPlane {
             let _ = fs::remove_dir_all(&self.data_dir);
         }
     }
-}
-
-/// The data directory of a run: `dir` if given, else a new temporary one
-/// (stale ones of exited processes swept first); whether it is temporary.
-fn data_dir(dir: Option<&Path>) -> Result<(PathBuf, bool)> {
-    Ok(match dir {
-        Some(dir) => {
-            fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-            (dir.to_path_buf(), false)
-        }
-        None => {
-            sweep_stale_data_dirs(&std::env::temp_dir());
-            let dir = create_temp_dir()?;
-            // Marked now, not when dropped: a control plane kept in a static
-            // (never dropped) is kept too.
-            if keep_requested() {
-                mark_kept(&dir);
-            }
-            (dir, true)
-        }
-    })
 }
 
 /// An environment variable: when set (`v1.MINOR.PATCH`), every control plane checks

@@ -69,3 +69,24 @@ pub fn sweep_stale_data_dirs(base: &Path) {
         }
     }
 }
+
+/// The data directory of a run: `dir` if given, else a new temporary one
+/// (stale ones of exited processes swept first); whether it is temporary.
+pub(crate) fn data_dir(dir: Option<&Path>) -> Result<(PathBuf, bool)> {
+    Ok(match dir {
+        Some(dir) => {
+            fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+            (dir.to_path_buf(), false)
+        }
+        None => {
+            sweep_stale_data_dirs(&std::env::temp_dir());
+            let dir = create_temp_dir()?;
+            // Marked now, not when dropped: a control plane kept in a static
+            // (never dropped) is kept too.
+            if keep_requested() {
+                mark_kept(&dir);
+            }
+            (dir, true)
+        }
+    })
+}

@@ -45,8 +45,12 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use serde_json::{Map, Value};
 
 mod fields;
+mod lines;
+mod workers;
 
 use fields::{debug_strings, duration_ms, millis, object_key, path_parts, seconds};
+use lines::Lines;
+use workers::Workers;
 
 /// What a queue's lines cannot show: the line written before a step's
 /// first queue line.
@@ -441,50 +445,6 @@ pub fn from_log(log: &str) -> String {
     out
 }
 
-/// The lines one record gives, each stamped with the record's time.
-struct Lines {
-    t: f64,
-    lines: Vec<Map<String, Value>>,
-}
-
-impl Lines {
-    /// Adds `line` as it is, `t` first.
-    fn raw(&mut self, mut fields: Map<String, Value>) {
-        let mut line = Map::new();
-        line.insert("t".into(), Value::from((self.t * 1000.0).round() / 1000.0));
-        line.append(&mut fields);
-        self.lines.push(line);
-    }
-
-    /// Adds a line of `lane` and `what` with `fields`.
-    fn line(&mut self, lane: &str, what: &str, fields: &[(&str, Value)]) {
-        let mut line = Map::new();
-        line.insert("lane".into(), lane.into());
-        line.insert("what".into(), what.into());
-        for (name, value) in fields {
-            line.insert((*name).into(), value.clone());
-        }
-        self.raw(line);
-    }
-
-    /// A handler's decision: the key it enqueues (`Ok`) or why none (`Err`).
-    fn decided(&mut self, resource: &str, object: &str, decision: Result<&str, &str>) {
-        let (what, field, value) = match decision {
-            Ok(key) => ("enqueue", "key", key),
-            Err(reason) => ("ignore", "reason", reason),
-        };
-        self.line(
-            "handler",
-            what,
-            &[
-                ("resource", resource.into()),
-                ("object", object.into()),
-                (field, value.into()),
-            ],
-        );
-    }
-}
-
 /// The resource a handler span handles: `on_foo` and `on_deployment` of
 /// the shared crate's `handlers` module.
 fn handler_resource(span: &Map<String, Value>) -> Option<&'static str> {
@@ -492,32 +452,6 @@ fn handler_resource(span: &Map<String, Value>) -> Option<&'static str> {
         "on_foo" => Some("foos"),
         "on_deployment" => Some("deployments"),
         _ => None,
-    }
-}
-
-/// Which of the N workers a sync runs on. kube's scheduler runs at most N
-/// syncs at once but has no workers of its own; a sync takes the lowest
-/// free number for as long as it runs, as one of Go's N worker goroutines
-/// would.
-#[derive(Debug, Default)]
-struct Workers(Vec<bool>);
-
-impl Workers {
-    /// The lowest idle worker, busy until [`Workers::free`].
-    fn take(&mut self) -> usize {
-        let index = self.0.iter().position(|b| !b).unwrap_or_else(|| {
-            self.0.push(false);
-            self.0.len() - 1
-        });
-        self.0[index] = true;
-        index
-    }
-
-    /// Worker `index` is idle again.
-    fn free(&mut self, index: usize) {
-        if let Some(busy) = self.0.get_mut(index) {
-            *busy = false;
-        }
     }
 }
 
