@@ -97,20 +97,7 @@ impl Browser {
             libc::close(their_out);
             (File::from_raw_fd(our_out), File::from_raw_fd(our_in))
         };
-        let (tx, messages) = mpsc::channel();
-        std::thread::spawn(move || {
-            let mut reader = BufReader::new(answers);
-            let mut buf = Vec::new();
-            while reader.read_until(0, &mut buf).is_ok_and(|n| n > 0) {
-                buf.pop();
-                if let Ok(message) = serde_json::from_slice::<Value>(&buf)
-                    && tx.send(message).is_err()
-                {
-                    break;
-                }
-                buf.clear();
-            }
-        });
+        let messages = read_messages(answers);
         let mut browser = Browser {
             child,
             commands,
@@ -120,22 +107,29 @@ impl Browser {
             _profile: profile,
             console: Vec::new(),
         };
-        let target = browser.call("Target.createTarget", json!({"url": "about:blank"}))?;
+        browser.attach()?;
+        Ok(browser)
+    }
+
+    /// Opens a page target and attaches a session to it, with its runtime
+    /// (the console) and page events on.
+    fn attach(&mut self) -> Result<()> {
+        let target = self.call("Target.createTarget", json!({"url": "about:blank"}))?;
         let target = target["targetId"]
             .as_str()
             .context("no targetId")?
             .to_string();
-        let attached = browser.call(
+        let attached = self.call(
             "Target.attachToTarget",
             json!({"targetId": target, "flatten": true}),
         )?;
-        browser.session = attached["sessionId"]
+        self.session = attached["sessionId"]
             .as_str()
             .context("no sessionId")?
             .to_string();
-        browser.call("Runtime.enable", json!({}))?;
-        browser.call("Page.enable", json!({}))?;
-        Ok(browser)
+        self.call("Runtime.enable", json!({}))?;
+        self.call("Page.enable", json!({}))?;
+        Ok(())
     }
 
     /// Sends a command (to the page once attached) and returns its result.
@@ -274,4 +268,24 @@ impl Drop for Browser {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// The messages Chromium writes on `answers`, each a JSON object ended by
+/// a NUL byte, read by a thread of their own as they come.
+fn read_messages(answers: File) -> mpsc::Receiver<Value> {
+    let (tx, messages) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut reader = BufReader::new(answers);
+        let mut buf = Vec::new();
+        while reader.read_until(0, &mut buf).is_ok_and(|n| n > 0) {
+            buf.pop();
+            if let Ok(message) = serde_json::from_slice::<Value>(&buf)
+                && tx.send(message).is_err()
+            {
+                break;
+            }
+            buf.clear();
+        }
+    });
+    messages
 }
