@@ -222,20 +222,7 @@ async fn until_ready(port: u16) -> Result<()> {
 /// Lease, and `b` takes it at its next look (every retry period, 2 s).
 pub(crate) async fn leader_election(env: &Env) -> Result<Vec<String>> {
     let kubeconfig = leader_setup(env).await?;
-    let mut header: Vec<String> = leader_setup_commands()
-        .iter()
-        .chain(&sa_kubeconfig_commands(CONTROLLER_NS, "sample-controller"))
-        .map(|line| format!("$ {line}"))
-        .collect();
-    header.extend([
-        format!(
-            "$ export POD_NAMESPACE={CONTROLLER_NS}   # what the downward API sets in the Pods"
-        ),
-        replica_command("a", PORT_A),
-        replica_command("b", PORT_B),
-        "   (each line below is prefixed with the replica that printed it)".to_string(),
-    ]);
-    let mut replicas = Replicas::new(header);
+    let mut replicas = Replicas::new(leader_header());
     replicas.start(env, &kubeconfig, "a", PORT_A)?;
     replicas.expect("a", &["Starting workers"]).await?;
     replicas.start(env, &kubeconfig, "b", PORT_B)?;
@@ -266,6 +253,51 @@ pub(crate) async fn leader_election(env: &Env) -> Result<Vec<String>> {
     replicas.lines(curl_a).await;
     replicas.lines(curl_b).await;
 
+    let handover = hand_over(env, &mut replicas).await?;
+
+    // b reconciles now.
+    let scale = format!(
+        "kubectl -n {LEADER_NS} patch foo example-foo --type merge -p '{{\"spec\":{{\"replicas\":2}}}}'"
+    );
+    replicas.note(scale.as_str()).await;
+    env.shell(&scale).await?;
+    eventually("2 available replicas in example-foo's status", || {
+        available(2)
+    })
+    .await?;
+    replicas.note("kill -TERM %2   # b").await;
+    replicas.signal("b", libc::SIGTERM)?;
+    let status = replicas.wait("b").await?;
+    replicas.mark(format!("b exited with status {status}"));
+    println!(
+        "    leader-election: b took over {:.1} s after a's SIGTERM",
+        handover.as_secs_f64()
+    );
+    Ok(replicas.transcript)
+}
+
+/// The commands the leader-election transcript starts with: the set-up,
+/// the controller's ServiceAccount kubeconfig, and the two replicas.
+fn leader_header() -> Vec<String> {
+    let mut header: Vec<String> = leader_setup_commands()
+        .iter()
+        .chain(&sa_kubeconfig_commands(CONTROLLER_NS, "sample-controller"))
+        .map(|line| format!("$ {line}"))
+        .collect();
+    header.extend([
+        format!(
+            "$ export POD_NAMESPACE={CONTROLLER_NS}   # what the downward API sets in the Pods"
+        ),
+        replica_command("a", PORT_A),
+        replica_command("b", PORT_B),
+        "   (each line below is prefixed with the replica that printed it)".to_string(),
+    ]);
+    header
+}
+
+/// Replica a stopped with SIGTERM, as the kubelet stops a deleted Pod, and
+/// b taking the Lease over and serving: how long the handover took.
+async fn hand_over(env: &Env, replicas: &mut Replicas) -> Result<Duration> {
     replicas
         .note("kill -TERM %1   # a: SIGTERM, what the kubelet sends when a Pod is deleted")
         .await;
@@ -287,25 +319,7 @@ pub(crate) async fn leader_election(env: &Env) -> Result<Vec<String>> {
     let curl_b = curl_lines(PORT_B).await?;
     replicas.lines(curl_b).await;
 
-    // b reconciles now.
-    let scale = format!(
-        "kubectl -n {LEADER_NS} patch foo example-foo --type merge -p '{{\"spec\":{{\"replicas\":2}}}}'"
-    );
-    replicas.note(scale.as_str()).await;
-    env.shell(&scale).await?;
-    eventually("2 available replicas in example-foo's status", || {
-        available(2)
-    })
-    .await?;
-    replicas.note("kill -TERM %2   # b").await;
-    replicas.signal("b", libc::SIGTERM)?;
-    let status = replicas.wait("b").await?;
-    replicas.mark(format!("b exited with status {status}"));
-    println!(
-        "    leader-election: b took over {:.1} s after a's SIGTERM",
-        handover.as_secs_f64()
-    );
-    Ok(replicas.transcript)
+    Ok(handover)
 }
 
 /// A frozen leader (SIGSTOP) loses the Lease to the standby; resumed
