@@ -161,11 +161,23 @@ fn maps(pattern: &str, dir: &str) -> bool {
 /// Everything in which the map and the workspace disagree.
 fn problems(map: &str, packages: &[Package]) -> Vec<String> {
     let sections = sections(map);
-    let mut problems = Vec::new();
     if sections.is_empty() {
         return vec!["no sections under \"## Code map\"".into()];
     }
-    // Each package's section, by its index in the map.
+    let (place, mut problems) = places(&sections, packages);
+    for (i, section) in sections.iter().enumerate() {
+        problems.extend(section_problems(i, section, packages, &place));
+    }
+    problems
+}
+
+/// Each package's section, by its index in the map; and a problem for each
+/// package in no section or in several.
+fn places<'p>(
+    sections: &[Section],
+    packages: &'p [Package],
+) -> (BTreeMap<&'p str, usize>, Vec<String>) {
+    let mut problems = Vec::new();
     let mut place: BTreeMap<&str, usize> = BTreeMap::new();
     for package in packages {
         let homes: Vec<usize> = sections
@@ -194,61 +206,72 @@ fn problems(map: &str, packages: &[Package]) -> Vec<String> {
             )),
         }
     }
-    for (i, section) in sections.iter().enumerate() {
-        let members: Vec<&Package> = packages
-            .iter()
-            .filter(|p| place.get(p.name.as_str()) == Some(&i))
-            .collect();
-        if members.is_empty() {
+    (place, problems)
+}
+
+/// What is wrong with section `i`: no crate in it, a name that is no crate,
+/// its dependencies or its tests' other than cargo metadata says, or a
+/// dependency further down the map.
+fn section_problems(
+    i: usize,
+    section: &Section,
+    packages: &[Package],
+    place: &BTreeMap<&str, usize>,
+) -> Vec<String> {
+    let mut problems = Vec::new();
+    let members: Vec<&Package> = packages
+        .iter()
+        .filter(|p| place.get(p.name.as_str()) == Some(&i))
+        .collect();
+    if members.is_empty() {
+        problems.push(format!(
+            "the section {:?} maps no crate of the workspace",
+            section.heading
+        ));
+        return problems;
+    }
+    for name in &section.names {
+        if !packages.iter().any(|p| &p.name == name) {
             problems.push(format!(
-                "the section {:?} maps no crate of the workspace",
+                "{:?} names {name}, which is no crate of the workspace",
                 section.heading
             ));
-            continue;
         }
-        for name in &section.names {
-            if !packages.iter().any(|p| &p.name == name) {
-                problems.push(format!(
-                    "{:?} names {name}, which is no crate of the workspace",
-                    section.heading
-                ));
-            }
-        }
-        let own: BTreeSet<String> = members.iter().map(|p| p.name.clone()).collect();
-        let uses: BTreeSet<String> = members
-            .iter()
-            .flat_map(|p| p.uses.clone())
-            .filter(|d| !own.contains(d))
-            .collect();
-        let tests_use: BTreeSet<String> = members
-            .iter()
-            .flat_map(|p| p.tests_use.clone())
-            .filter(|d| !own.contains(d) && !uses.contains(d))
-            .collect();
-        match &section.depends_on {
-            None => problems.push(format!(
-                "the section {:?} has no \"Depends on:\" line",
-                section.heading
-            )),
-            Some(said) if *said != uses => problems.push(format!(
-                "{:?} says it depends on {said:?}; cargo metadata says {uses:?}",
-                section.heading
-            )),
-            Some(_) => {}
-        }
-        if section.tests_use != tests_use {
+    }
+    let own: BTreeSet<String> = members.iter().map(|p| p.name.clone()).collect();
+    let uses: BTreeSet<String> = members
+        .iter()
+        .flat_map(|p| p.uses.clone())
+        .filter(|d| !own.contains(d))
+        .collect();
+    let tests_use: BTreeSet<String> = members
+        .iter()
+        .flat_map(|p| p.tests_use.clone())
+        .filter(|d| !own.contains(d) && !uses.contains(d))
+        .collect();
+    match &section.depends_on {
+        None => problems.push(format!(
+            "the section {:?} has no \"Depends on:\" line",
+            section.heading
+        )),
+        Some(said) if *said != uses => problems.push(format!(
+            "{:?} says it depends on {said:?}; cargo metadata says {uses:?}",
+            section.heading
+        )),
+        Some(_) => {}
+    }
+    if section.tests_use != tests_use {
+        problems.push(format!(
+            "{:?} says its tests also use {:?}; cargo metadata says {tests_use:?}",
+            section.heading, section.tests_use
+        ));
+    }
+    for dependency in &uses {
+        if place.get(dependency.as_str()).is_some_and(|&at| at > i) {
             problems.push(format!(
-                "{:?} says its tests also use {:?}; cargo metadata says {tests_use:?}",
-                section.heading, section.tests_use
+                "{:?} depends on {dependency}, which the map puts below it: no crate names one above it",
+                section.heading
             ));
-        }
-        for dependency in &uses {
-            if place.get(dependency.as_str()).is_some_and(|&at| at > i) {
-                problems.push(format!(
-                    "{:?} depends on {dependency}, which the map puts below it: no crate names one above it",
-                    section.heading
-                ));
-            }
         }
     }
     problems
