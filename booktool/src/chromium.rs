@@ -267,7 +267,7 @@ fn render(job: &Job, worker: usize) -> Result<Rendered> {
         .context("creating Chromium's profile directory")?;
     let screenshot = &job.screenshot;
     let url = job.url()?;
-    let chromium = crate::tools::chromium().context("chromium is not installed")?;
+    let chromium = course::programs::chromium().context("chromium is not installed")?;
     let output = Command::new(chromium)
         .args([
             "--headless",

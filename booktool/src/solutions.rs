@@ -38,8 +38,8 @@ pub(crate) fn check(pages: &[(PathBuf, String)]) -> Result<Vec<String>> {
 }
 
 /// The `solutions` (a starter's, `steps/step-N/main.rs:ANCHOR`) that the
-/// chapter `page` includes outside a
-/// collapsed solution block, `<details class="solution">` (or not at all).
+/// chapter `page` includes outside a collapsed solution block,
+/// `<details class="solution">`, or not at all.
 fn open_solutions(solutions: &[&str], page: &str) -> Vec<String> {
     let blocks = markdown::html_between(page, "<details class=\"solution\">", "</details>");
     let includes: Vec<_> = markdown::directives(page)

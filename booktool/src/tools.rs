@@ -1,11 +1,11 @@
 //! The tools the book is built and checked with: their pinned versions, the
 //! commands that install them (`cargo xtask setup` runs them), how an
-//! installed one is found, and Chromium.
+//! installed one is found (Chromium is found by `course::programs`).
 
 use std::process::{Command, Stdio};
 
 use anyhow::{Result, bail};
-pub use course::programs::{chromium, which};
+use course::programs::{chromium, which};
 
 /// A tool the book is built or checked with, pinned.
 #[derive(Clone, Copy, Debug)]

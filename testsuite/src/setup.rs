@@ -19,7 +19,8 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail, ensure};
 
-use booktool::tools::{BOOK_TOOLS, BookTool, chromium, installed_version, which};
+use booktool::tools::{BOOK_TOOLS, BookTool, installed_version};
+use course::programs::{chromium, which};
 
 use course::workspace::run_tool as run;
 

@@ -447,7 +447,7 @@ pub fn update() -> Result<()> {
 
 fn run_gettext(command: &mut Command) -> Result<()> {
     let program = command.get_program().to_string_lossy().into_owned();
-    if crate::tools::which(&program).is_none() {
+    if course::programs::which(&program).is_none() {
         bail!(
             "{program} (GNU gettext) is not installed: `apt-get install gettext` (Debian), \
              `dnf install gettext` (Fedora), `brew install gettext` (macOS)"
